@@ -1,0 +1,128 @@
+//! The Envelope v1 record.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::data::check_shape;
+use crate::{EventType, Timestamp, ValidationError};
+
+/// The only accepted value of `schema`.
+pub const SCHEMA_V1: &str = "annal.event/v1";
+
+/// Longest accepted idempotency key, in bytes. Ids are index keys; a bound
+/// keeps a hostile producer from bloating the id index.
+const MAX_ID_LEN: usize = 512;
+
+/// One canonical annal event (DESIGN.md, "Envelope v1").
+///
+/// Unknown top-level fields are an error: a misspelt `cluster` must not turn
+/// into an event that silently belongs to no cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Envelope {
+    /// Always [`SCHEMA_V1`].
+    pub schema: String,
+    /// Idempotency key: the same id is stored once.
+    pub id: String,
+    /// What happened.
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// Valid time: when it happened in the world.
+    pub time: Timestamp,
+    /// Stable cluster id; required for `object.*`, `app.*` and `cluster.*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// Free text: where the event came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Who caused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<Actor>,
+    /// The type-specific payload (see [`crate::data`]).
+    pub data: Value,
+}
+
+/// Who caused an event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Actor {
+    /// Audit user (or impersonated user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// Controller instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// Credential fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
+}
+
+impl Envelope {
+    /// Parses and validates one envelope from JSON bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Envelope, ValidationError> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let env: Envelope = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            ValidationError::new(root_path(&path), e.into_inner().to_string())
+        })?;
+        de.end()
+            .map_err(|e| ValidationError::new("", format!("trailing data after the envelope: {e}")))?;
+        env.validate()?;
+        Ok(env)
+    }
+
+    /// Parses and validates an envelope already decoded as a JSON value.
+    pub fn from_value(value: Value) -> Result<Envelope, ValidationError> {
+        let env: Envelope = serde_path_to_error::deserialize(&value).map_err(|e| {
+            let path = e.path().to_string();
+            ValidationError::new(root_path(&path), e.into_inner().to_string())
+        })?;
+        env.validate()?;
+        Ok(env)
+    }
+
+    /// Checks the rules serde cannot express: the schema tag, a usable id,
+    /// `cluster` where the type needs it, and the shape of `data`.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        if self.schema != SCHEMA_V1 {
+            return Err(ValidationError::new(
+                "schema",
+                format!("expected {SCHEMA_V1:?}, found {:?}", self.schema),
+            ));
+        }
+        if self.id.trim().is_empty() {
+            return Err(ValidationError::new("id", "must not be empty"));
+        }
+        if self.id.len() > MAX_ID_LEN {
+            return Err(ValidationError::new(
+                "id",
+                format!("is {} bytes, the limit is {MAX_ID_LEN}", self.id.len()),
+            ));
+        }
+        if self.event_type.requires_cluster()
+            && self.cluster.as_deref().is_none_or(|c| c.trim().is_empty())
+        {
+            return Err(ValidationError::new(
+                "cluster",
+                format!("is required for {} events", self.event_type),
+            ));
+        }
+        check_shape(self.event_type, &self.data).map_err(|(path, message)| {
+            let path = if path == "." {
+                "data".to_string()
+            } else {
+                format!("data.{path}")
+            };
+            ValidationError::new(path, message)
+        })
+    }
+}
+
+/// serde_path_to_error spells the root as "."; annal spells it as nothing.
+fn root_path(path: &str) -> String {
+    if path == "." {
+        String::new()
+    } else {
+        path.to_string()
+    }
+}

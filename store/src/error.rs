@@ -1,0 +1,63 @@
+//! The store's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong opening, writing or reading a ledger.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The data directory holds no ledger.
+    #[error("no ledger at {}: run `annal init` first (or pass --data DIR)", .path.display())]
+    NotInitialized {
+        /// The data directory.
+        path: PathBuf,
+    },
+    /// `init` on a directory that already holds a ledger.
+    #[error("a ledger already exists at {}", .path.display())]
+    AlreadyInitialized {
+        /// The data directory.
+        path: PathBuf,
+    },
+    /// The store opened read-only because it failed its open-time check.
+    #[error("writes refused: {0}")]
+    WritesRefused(String),
+    /// Stored data that does not decode as annal wrote it.
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+    /// A file-system error on a named path.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A key or checkpoint file that cannot be used.
+    #[error("{}: {reason}", .path.display())]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An entry that cannot be canonicalized.
+    #[error("cannot encode entry {index}: {source}")]
+    Encode {
+        /// Entry index.
+        index: u64,
+        /// The serializer's error.
+        source: serde_json::Error,
+    },
+    /// The embedded database failed (including "locked by another process").
+    #[error("storage: {0}")]
+    Sled(#[from] sled::Error),
+}
+
+impl StoreError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Full verification: recompute every leaf, every tree node and the root.
+//!
+//! This is the auditor's check and it trusts nothing stored but the leaf
+//! bytes and the signed checkpoint: each leaf must decode, be canonical, sit
+//! at the index it names, hash to the stored leaf hash, and the recomputed
+//! tree must reproduce every stored node and the checkpoint root. Memory is
+//! O(log n): leaves stream through a [`Frontier`].
+
+use annal_schemas::Timestamp;
+
+use crate::checkpoint::{Checkpoint, NoteVerifier};
+use crate::layout;
+use crate::merkle::{self, Frontier, Hash, NodeId};
+use crate::{Entry, Store, StoreError};
+
+/// The outcome of [`Store::verify`].
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    /// Leaves read.
+    pub leaves: u64,
+    /// Bytes of leaf data hashed.
+    pub bytes: u64,
+    /// Recomputed root over all leaves read.
+    pub root: Hash,
+    /// The signed checkpoint checked against, if any.
+    pub checkpoint: Option<Checkpoint>,
+    /// The first problem found, if any.
+    pub problem: Option<Problem>,
+}
+
+/// The first thing found wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The first log index affected, when one can be named.
+    pub index: Option<u64>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl VerifyReport {
+    /// Whether the log is intact.
+    pub fn is_intact(&self) -> bool {
+        self.problem.is_none()
+    }
+}
+
+impl Store {
+    /// Verifies the whole log against the latest signed checkpoint, using
+    /// `verifier` (an auditor's own copy of the public key) or else the
+    /// store's.
+    pub fn verify(&self, verifier: Option<&NoteVerifier>) -> Result<VerifyReport, StoreError> {
+        let log = self.log_tree();
+        let mut report = VerifyReport {
+            leaves: 0,
+            bytes: 0,
+            root: merkle::empty_root(),
+            checkpoint: None,
+            problem: None,
+        };
+        let fail = |report: &mut VerifyReport, index: Option<u64>, reason: String| {
+            report.problem = Some(Problem { index, reason });
+        };
+
+        // The anchor: the signed checkpoint.
+        let note = log.get(layout::META_CHECKPOINT)?;
+        let verifier = verifier.or(self.verifier());
+        let checkpoint = match (note, verifier) {
+            (None, _) => None,
+            (Some(_), None) => {
+                fail(&mut report, None, "no verifier key to check the checkpoint with".into());
+                return Ok(report);
+            }
+            (Some(note), Some(v)) => match v.open(&String::from_utf8_lossy(&note)) {
+                Ok(cp) => Some(cp),
+                Err(e) => {
+                    fail(&mut report, None, format!("checkpoint: {e}"));
+                    return Ok(report);
+                }
+            },
+        };
+        report.checkpoint = checkpoint.clone();
+
+        let mut frontier = Frontier::new();
+        let mut last_recorded: Option<Timestamp> = None;
+        for kv in log.scan_prefix([layout::LEAF_PREFIX]) {
+            let (key, bytes) = kv?;
+            let expected = frontier.size();
+            let Some(index) = layout::leaf_index(&key) else {
+                fail(&mut report, Some(expected), "malformed leaf key".into());
+                return Ok(report);
+            };
+            if index != expected {
+                fail(&mut report, Some(expected), format!("entry {expected} is missing"));
+                return Ok(report);
+            }
+            if let Err(reason) = check_leaf(index, &bytes, &mut last_recorded) {
+                fail(&mut report, Some(index), reason);
+                return Ok(report);
+            }
+            let mut node_problem = None;
+            frontier.push(merkle::leaf_hash(&bytes), |id, hash| {
+                if node_problem.is_none() {
+                    node_problem = check_node(log, id, hash).err();
+                }
+            });
+            if let Some(reason) = node_problem {
+                fail(&mut report, Some(index), reason);
+                return Ok(report);
+            }
+            report.leaves += 1;
+            report.bytes += bytes.len() as u64;
+            if let Some(cp) = &checkpoint {
+                if frontier.size() == cp.size && frontier.root() != cp.root {
+                    fail(
+                        &mut report,
+                        None,
+                        format!("the tree of the first {} entries does not match the signed checkpoint root", cp.size),
+                    );
+                    return Ok(report);
+                }
+            }
+        }
+        report.root = frontier.root();
+        let size = frontier.size();
+        match &checkpoint {
+            Some(cp) if size < cp.size => {
+                fail(
+                    &mut report,
+                    Some(size),
+                    format!("entry {size} is missing: the signed checkpoint covers {} entries", cp.size),
+                );
+            }
+            Some(cp) if cp.size == 0 && cp.root != merkle::empty_root() => {
+                fail(&mut report, None, "empty checkpoint with a non-empty root".into());
+            }
+            None if size > 0 => {
+                fail(&mut report, None, format!("{size} entries but no signed checkpoint"));
+            }
+            _ => {
+                let stored = log
+                    .get(layout::META_SIZE)?
+                    .and_then(|v| layout::u64_value(&v))
+                    .unwrap_or(0);
+                if stored != size {
+                    fail(
+                        &mut report,
+                        Some(size.min(stored)),
+                        format!("the log records size {stored} but holds {size} entries"),
+                    );
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Checks one leaf on its own: decodes, is canonical, names its own index,
+/// and its system time does not go backwards.
+fn check_leaf(index: u64, bytes: &[u8], last_recorded: &mut Option<Timestamp>) -> Result<(), String> {
+    let entry = Entry::from_leaf_bytes(bytes).map_err(|e| format!("entry {index} does not decode: {e}"))?;
+    if entry.index != index {
+        return Err(format!(
+            "entry {index} holds the leaf of index {} (reordered)",
+            entry.index
+        ));
+    }
+    let canonical = entry
+        .to_leaf_bytes()
+        .map_err(|e| format!("entry {index} cannot be re-encoded: {e}"))?;
+    if canonical != bytes {
+        return Err(format!("entry {index} is not in canonical (RFC 8785) form"));
+    }
+    if last_recorded.is_some_and(|last| entry.recorded_at < last) {
+        return Err(format!("entry {index} has recorded_at before its predecessor"));
+    }
+    *last_recorded = Some(entry.recorded_at);
+    Ok(())
+}
+
+fn check_node(log: &sled::Tree, id: NodeId, hash: &Hash) -> Result<(), String> {
+    let stored = log.get(layout::node_key(id)).map_err(|e| e.to_string())?;
+    match stored {
+        Some(v) if v.as_ref() == hash => Ok(()),
+        Some(_) if id.level == 0 => Err(format!("entry {} does not match its stored leaf hash", id.index)),
+        Some(_) => Err(format!(
+            "stored tree node (level {}, index {}) over entries from {} differs from the recomputed one",
+            id.level,
+            id.index,
+            id.first_leaf()
+        )),
+        None => Err(format!("tree node (level {}, index {}) is missing", id.level, id.index)),
+    }
+}
