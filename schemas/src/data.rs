@@ -478,7 +478,11 @@ pub struct ControllerMetrics {
 ///
 /// The error carries the JSON path below `data` (e.g. `metadata.name`).
 pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, String)> {
+    /// Untracked first (fast); tracked only to explain a failure.
     fn check<'a, T: Deserialize<'a>>(data: &'a Value) -> Result<(), (String, String)> {
+        if T::deserialize(data).is_ok() {
+            return Ok(());
+        }
         serde_path_to_error::deserialize::<_, T>(data)
             .map(drop)
             .map_err(|e| (e.path().to_string(), e.inner().to_string()))

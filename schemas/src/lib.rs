@@ -55,9 +55,14 @@ mod json_schema_tests {
                 .iter()
                 .find(|b| b["if"]["properties"]["type"]["const"] == t.as_str())
                 .unwrap_or_else(|| panic!("no data branch for {t}"));
-            let reference = branch["then"]["properties"]["data"]["$ref"].as_str().unwrap();
+            let reference = branch["then"]["properties"]["data"]["$ref"]
+                .as_str()
+                .unwrap();
             let def = reference.trim_start_matches("#/$defs/");
-            assert!(schema["$defs"][def].is_object(), "{t} points at missing {def}");
+            assert!(
+                schema["$defs"][def].is_object(),
+                "{t} points at missing {def}"
+            );
         }
         assert_eq!(schema["additionalProperties"], false);
     }

@@ -23,9 +23,11 @@ pub struct TimestampError {
 }
 
 impl Timestamp {
-    /// The current wall-clock time.
+    /// The current wall-clock time, truncated to microseconds (the
+    /// precision annal stores system time in).
     pub fn now() -> Self {
-        Timestamp(Utc::now())
+        let now = Utc::now();
+        DateTime::from_timestamp_micros(now.timestamp_micros()).map_or(Timestamp(now), Timestamp)
     }
 
     /// Microseconds since the Unix epoch (the unit of every time index).

@@ -45,7 +45,8 @@ mod tests {
         Envelope::parse(json.as_bytes())
     }
 
-    const HEAD: &str = r#""schema":"annal.event/v1","id":"e1","time":"2026-11-01T10:00:00Z","cluster":"c1""#;
+    const HEAD: &str =
+        r#""schema":"annal.event/v1","id":"e1","time":"2026-11-01T10:00:00Z","cluster":"c1""#;
 
     #[test]
     fn unknown_top_level_field_is_rejected_with_its_name() {
@@ -121,7 +122,21 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.path, "id");
-        let err = parse(r#"{"schema":"annal.event/v1","id":"e","type":"object.created"}"#).unwrap_err();
+        let err =
+            parse(r#"{"schema":"annal.event/v1","id":"e","type":"object.created"}"#).unwrap_err();
         assert_eq!(err.path, "type");
+    }
+}
+
+#[cfg(test)]
+mod syntax_tests {
+    #[test]
+    fn syntax_errors_say_invalid_json_with_a_record_relative_position() {
+        let err = crate::Envelope::parse(b"not json").unwrap_err();
+        assert_eq!(err.path, "");
+        assert!(err.message.starts_with("invalid JSON: "), "{err}");
+        assert!(err.message.ends_with("(column 2)"), "{err}");
+        let err = crate::Envelope::parse(b"{\"schema\":").unwrap_err();
+        assert!(err.message.starts_with("invalid JSON: EOF"), "{err}");
     }
 }

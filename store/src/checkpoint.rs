@@ -56,13 +56,21 @@ pub enum CheckpointError {
 impl Checkpoint {
     /// The note body that is signed (ends with a newline).
     pub fn body(&self) -> String {
-        format!("{}\n{}\n{}\n", self.origin, self.size, B64.encode(self.root))
+        format!(
+            "{}\n{}\n{}\n",
+            self.origin,
+            self.size,
+            B64.encode(self.root)
+        )
     }
 
     fn parse_body(body: &str) -> Result<Checkpoint, CheckpointError> {
         let mut lines = body.lines();
         let bad = |what: &str| CheckpointError::Malformed(what.to_string());
-        let origin = lines.next().filter(|l| !l.is_empty()).ok_or_else(|| bad("missing origin"))?;
+        let origin = lines
+            .next()
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| bad("missing origin"))?;
         let size = lines
             .next()
             .and_then(|l| l.parse::<u64>().ok())
@@ -98,7 +106,8 @@ impl NoteSigner {
     pub fn generate(name: &str) -> Result<Self, CheckpointError> {
         validate_name(name)?;
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(|e| CheckpointError::BadKey(format!("no OS randomness: {e}")))?;
+        getrandom::fill(&mut seed)
+            .map_err(|e| CheckpointError::BadKey(format!("no OS randomness: {e}")))?;
         Ok(NoteSigner {
             name: name.to_string(),
             key: SigningKey::from_bytes(&seed),
@@ -120,7 +129,9 @@ impl NoteSigner {
             key: SigningKey::from_bytes(&seed),
         };
         if signer.verifier().key_id() != id {
-            return Err(CheckpointError::BadKey("key id does not match the key".into()));
+            return Err(CheckpointError::BadKey(
+                "key id does not match the key".into(),
+            ));
         }
         Ok(signer)
     }
@@ -167,13 +178,16 @@ impl NoteVerifier {
         let key: [u8; 32] = key
             .try_into()
             .map_err(|_| CheckpointError::BadKey("public key is not 32 bytes".into()))?;
-        let key = VerifyingKey::from_bytes(&key).map_err(|e| CheckpointError::BadKey(e.to_string()))?;
+        let key =
+            VerifyingKey::from_bytes(&key).map_err(|e| CheckpointError::BadKey(e.to_string()))?;
         let verifier = NoteVerifier {
             name: name.to_string(),
             key,
         };
         if verifier.key_id() != id {
-            return Err(CheckpointError::BadKey("key id does not match the key".into()));
+            return Err(CheckpointError::BadKey(
+                "key id does not match the key".into(),
+            ));
         }
         Ok(verifier)
     }
@@ -242,7 +256,10 @@ impl NoteVerifier {
 }
 
 fn validate_name(name: &str) -> Result<(), CheckpointError> {
-    if name.is_empty() || name.contains('+') || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if name.is_empty()
+        || name.contains('+')
+        || name.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(CheckpointError::BadKey(format!(
             "origin {name:?} must be non-empty with no spaces or '+'"
         )));
@@ -257,7 +274,8 @@ fn split_key(text: &str) -> Result<(&str, u32, Vec<u8>), CheckpointError> {
         return Err(CheckpointError::BadKey("expected <name>+<id>+<key>".into()));
     };
     validate_name(name)?;
-    let id = u32::from_str_radix(id, 16).map_err(|_| CheckpointError::BadKey("key id is not hex".into()))?;
+    let id = u32::from_str_radix(id, 16)
+        .map_err(|_| CheckpointError::BadKey("key id is not hex".into()))?;
     let raw = B64
         .decode(key)
         .map_err(|_| CheckpointError::BadKey("key is not base64".into()))?;
@@ -287,7 +305,11 @@ mod tests {
         let verifier = NoteVerifier::from_text(&signer.verifier().to_text()).unwrap();
         assert_eq!(verifier.open(&note).unwrap(), cp(7));
         let again = NoteSigner::from_text(&signer.to_text()).unwrap();
-        assert_eq!(again.sign(&cp(7)), note, "Ed25519 signatures are deterministic");
+        assert_eq!(
+            again.sign(&cp(7)),
+            note,
+            "Ed25519 signatures are deterministic"
+        );
     }
 
     #[test]

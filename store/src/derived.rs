@@ -42,7 +42,11 @@ impl DerivedIndex for ByTypeTime {
     }
     fn add(&self, entry: &Entry, batch: &mut sled::Batch) {
         batch.insert(
-            time_key(entry.event.event_type.as_str(), entry.event.time, entry.index),
+            time_key(
+                entry.event.event_type.as_str(),
+                entry.event.time,
+                entry.index,
+            ),
             &[],
         );
     }

@@ -24,7 +24,7 @@ pub struct Entry {
 impl Entry {
     /// The canonical leaf bytes.
     pub fn to_leaf_bytes(&self) -> Result<Vec<u8>, StoreError> {
-        serde_json_canonicalizer::to_vec(self).map_err(|source| StoreError::Encode {
+        crate::canonical::to_vec(self).map_err(|source| StoreError::Encode {
             index: self.index,
             source,
         })

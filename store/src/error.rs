@@ -18,6 +18,12 @@ pub enum StoreError {
         /// The data directory.
         path: PathBuf,
     },
+    /// Another process has the ledger open.
+    #[error("the ledger at {} is in use by another process (only one annal process may open it at a time)", .path.display())]
+    Locked {
+        /// The data directory.
+        path: PathBuf,
+    },
     /// The store opened read-only because it failed its open-time check.
     #[error("writes refused: {0}")]
     WritesRefused(String),

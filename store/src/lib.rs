@@ -24,16 +24,21 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod canonical;
 pub mod checkpoint;
 mod derived;
 mod entry;
 mod error;
 mod layout;
+mod leaves;
 mod log;
 pub mod merkle;
 mod quarantine;
+mod record_file;
+mod tree;
 mod verify;
 
+pub use canonical::PreparedEvent;
 pub use derived::ScanKey;
 pub use entry::Entry;
 pub use error::StoreError;

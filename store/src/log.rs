@@ -8,11 +8,14 @@ use std::sync::Mutex;
 
 use annal_schemas::{Envelope, Timestamp};
 
+use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{Checkpoint, NoteSigner, NoteVerifier};
 use crate::derived::{Derived, ScanKey};
 use crate::layout::{self, DataDir};
+use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES};
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::quarantine::Quarantine;
+use crate::tree::{TreeFiles, TreeWriter};
 use crate::{Entry, StoreError};
 
 /// Default log origin (C2SP checkpoint origin and key name).
@@ -20,15 +23,19 @@ pub const DEFAULT_ORIGIN: &str = "annal.local/ledger";
 
 /// sled's page cache. Its default is 1 GiB; the ledger streams, so a small
 /// cache keeps resident memory flat however large the log grows.
-const CACHE_BYTES: u64 = 64 << 20;
+const CACHE_BYTES: u64 = 8 << 20;
 
 /// An open ledger.
 pub struct Store {
     dir: DataDir,
+    segments: Segments,
+    tree: TreeFiles,
+    segment_bytes: u64,
     db: sled::Db,
     log: sled::Tree,
     quarantine: sled::Tree,
     derived: Derived,
+    derived_lock: Mutex<()>,
     verifier: Option<NoteVerifier>,
     writer: Mutex<Writer>,
 }
@@ -36,6 +43,9 @@ pub struct Store {
 /// Mutable state behind the single-writer lock.
 struct Writer {
     frontier: Frontier,
+    /// Created on the first append, so that opening a damaged store to
+    /// inspect it never modifies its files.
+    files: Option<(SegmentWriter, TreeWriter)>,
     recorded_at: Option<Timestamp>,
     checkpoint: Option<String>,
     signer: Option<NoteSigner>,
@@ -99,7 +109,8 @@ impl Store {
         restrict_dir(&keys)?;
         write_private(&dir.signing_key(), signer.to_text().as_bytes())?;
         let vkey = signer.verifier().to_text();
-        fs::write(dir.verifier_key(), format!("{vkey}\n")).map_err(|e| StoreError::io(dir.verifier_key(), e))?;
+        fs::write(dir.verifier_key(), format!("{vkey}\n"))
+            .map_err(|e| StoreError::io(dir.verifier_key(), e))?;
         let store = Store::open_dir(dir)?;
         store.db.flush()?;
         Ok(InitReport {
@@ -121,11 +132,15 @@ impl Store {
         Store::open_dir(dir)
     }
 
+    /// Sets the size at which a new leaf file is started (tests use small
+    /// segments to exercise rotation).
+    pub fn with_segment_bytes(mut self, bytes: u64) -> Self {
+        self.segment_bytes = bytes.max(1);
+        self
+    }
+
     fn open_dir(dir: DataDir) -> Result<Store, StoreError> {
-        let db = sled::Config::new()
-            .path(dir.db())
-            .cache_capacity(CACHE_BYTES)
-            .open()?;
+        let db = open_db(&dir)?;
         let log = db.open_tree(layout::LOG_TREE)?;
         let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
         let derived = Derived::open(&db)?;
@@ -137,20 +152,24 @@ impl Store {
         let store = Store {
             writer: Mutex::new(Writer {
                 frontier: Frontier::new(),
+                files: None,
                 recorded_at: None,
                 checkpoint: None,
                 signer,
                 refused: None,
             }),
+            segments: Segments::new(dir.leaves()),
+            tree: TreeFiles::new(dir.leaves().join("tree")),
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
             dir,
             db,
             log,
             quarantine,
             derived,
+            derived_lock: Mutex::new(()),
             verifier,
         };
         store.recover()?;
-        store.catch_up_derived()?;
         Ok(store)
     }
 
@@ -173,63 +192,105 @@ impl Store {
     /// either all of it or none. `recorded_at` is one instant per batch and
     /// never goes backwards, even if the wall clock does.
     pub fn append(&self, events: Vec<Envelope>) -> Result<AppendOutcome, StoreError> {
+        let prepared = events
+            .into_iter()
+            .map(|e| {
+                let id = e.id.clone();
+                PreparedEvent::new(&e).map_err(|source| {
+                    StoreError::Corrupt(format!("cannot encode event {id:?}: {source}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.append_prepared(prepared)
+    }
+
+    /// [`Store::append`] for events whose canonical bytes were computed
+    /// already (on another thread).
+    pub fn append_prepared(&self, events: Vec<PreparedEvent>) -> Result<AppendOutcome, StoreError> {
         let mut w = self.lock();
         if let Some(reason) = &w.refused {
             return Err(StoreError::WritesRefused(reason.clone()));
         }
-        let Some(signer) = w.signer.as_ref() else {
+        if w.signer.is_none() {
             return Err(StoreError::WritesRefused(format!(
                 "no signing key at {}",
                 self.dir.signing_key().display()
             )));
-        };
+        }
         let recorded_at = next_recorded_at(w.recorded_at);
-        let mut frontier = w.frontier.clone();
-        let mut batch = sled::Batch::default();
-        let mut seen: HashSet<&str> = HashSet::new();
+        let recorded_text = recorded_at.to_string();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut duplicates = 0u64;
-        let mut fresh: Vec<&Envelope> = Vec::with_capacity(events.len());
-        for event in &events {
-            if !seen.insert(event.id.as_str()) || self.log.contains_key(layout::id_key(&event.id))? {
+        let first = w.frontier.size();
+        let mut ids = Vec::with_capacity(events.len());
+        let mut leaves = Vec::with_capacity(events.len());
+        for prepared in events {
+            if seen.contains(&prepared.id) || self.log.contains_key(layout::id_key(&prepared.id))? {
                 duplicates += 1;
-            } else {
-                fresh.push(event);
+                continue;
             }
+            seen.insert(prepared.id.clone());
+            let index = first + ids.len() as u64;
+            leaves.push(canonical::leaf_bytes(
+                &prepared.canonical,
+                index,
+                &recorded_text,
+            ));
+            ids.push(prepared.id);
         }
-        let mut entries = Vec::with_capacity(fresh.len());
-        for event in fresh {
-            let entry = Entry {
-                index: frontier.size(),
-                recorded_at,
-                event: event.clone(),
-            };
-            let bytes = entry.to_leaf_bytes()?;
-            batch.insert(layout::id_key(&event.id), &entry.index.to_be_bytes());
-            frontier.push(merkle::leaf_hash(&bytes), |id, h| {
-                batch.insert(&layout::node_key(id), &h[..]);
-            });
-            batch.insert(&layout::leaf_key(entry.index), bytes);
-            entries.push(entry);
-        }
-        let appended = entries.len() as u64;
-        if appended == 0 {
+        if ids.is_empty() {
             return Ok(AppendOutcome {
-                appended,
+                appended: 0,
                 duplicates,
-                size: frontier.size(),
+                size: first,
             });
         }
+        let result = self.commit(&mut w, first, recorded_at, &leaves, &ids);
+        if result.is_err() {
+            // Whatever was half written is cut back to the committed size
+            // when the file writers are next resumed.
+            w.files = None;
+        }
+        let size = result?;
+        drop(w);
+        Ok(AppendOutcome {
+            appended: ids.len() as u64,
+            duplicates,
+            size,
+        })
+    }
+
+    /// Files first, then the sled batch with ids, size and checkpoint.
+    fn commit(
+        &self,
+        w: &mut Writer,
+        first: u64,
+        recorded_at: Timestamp,
+        leaves: &[Vec<u8>],
+        ids: &[String],
+    ) -> Result<u64, StoreError> {
+        let frontier = self.write_files(w, first, leaves)?;
+        let mut batch = sled::Batch::default();
+        for (index, id) in (first..).zip(ids) {
+            batch.insert(layout::id_key(id), &index.to_be_bytes());
+        }
+        let Some(signer) = w.signer.as_ref() else {
+            return Err(StoreError::WritesRefused("no signing key".into()));
+        };
         let checkpoint = signer.sign(&Checkpoint {
             origin: signer.name().to_string(),
             size: frontier.size(),
             root: frontier.root(),
         });
         batch.insert(layout::META_SIZE, &frontier.size().to_be_bytes());
-        batch.insert(layout::META_RECORDED_AT, &recorded_at.unix_micros().to_be_bytes());
+        batch.insert(
+            layout::META_RECORDED_AT,
+            &recorded_at.unix_micros().to_be_bytes(),
+        );
         // The checkpoint is signed before the flush but lands in the same
-        // atomic batch as the leaves it covers, and is published (file,
-        // return value) only after the flush: no signed root can outlive its
-        // data.
+        // atomic batch as the size that commits the (already durable) leaves
+        // it covers, and is published only after the flush: no signed root
+        // can outlive its data.
         batch.insert(layout::META_CHECKPOINT, checkpoint.as_bytes());
         self.log.apply_batch(batch)?;
         self.db.flush()?;
@@ -237,14 +298,46 @@ impl Store {
         w.recorded_at = Some(recorded_at);
         publish_checkpoint(&self.dir, &checkpoint);
         w.checkpoint = Some(checkpoint);
-        let size = w.frontier.size();
-        drop(w);
-        self.derived.apply(&entries, size)?;
-        Ok(AppendOutcome {
-            appended,
-            duplicates,
-            size,
-        })
+        Ok(w.frontier.size())
+    }
+
+    /// Writes leaves, pointers and tree nodes, durably; returns the grown
+    /// frontier (not yet installed: the commit is the sled flush).
+    fn write_files(
+        &self,
+        w: &mut Writer,
+        first: u64,
+        leaves: &[Vec<u8>],
+    ) -> Result<Frontier, StoreError> {
+        if w.files.is_none() {
+            let last = match first.checked_sub(1) {
+                Some(i) => Some(self.pointer(i)?),
+                None => None,
+            };
+            w.files = Some((
+                SegmentWriter::resume(self.segments.clone(), self.segment_bytes, first, last)?,
+                TreeWriter::resume(self.tree.clone(), first)?,
+            ));
+        }
+        let mut frontier = w.frontier.clone();
+        let Some((leaf_writer, tree_writer)) = w.files.as_mut() else {
+            return Err(StoreError::Corrupt("no file writers".into()));
+        };
+        leaf_writer.append(first, leaves)?;
+        let mut failed = None;
+        for bytes in leaves {
+            frontier.push(merkle::leaf_hash(bytes), |id, h| {
+                if failed.is_none() {
+                    failed = tree_writer.push(id, h).err();
+                }
+            });
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        leaf_writer.sync()?;
+        tree_writer.sync()?;
+        Ok(frontier)
     }
 
     /// Number of leaves.
@@ -272,15 +365,25 @@ impl Store {
 
     /// The entry at `index`.
     pub fn entry(&self, index: u64) -> Result<Option<Entry>, StoreError> {
-        self.log
-            .get(layout::leaf_key(index))?
+        self.leaf_bytes(index)?
             .map(|bytes| decode_entry(index, &bytes))
             .transpose()
     }
 
     /// The raw leaf bytes at `index`.
     pub fn leaf_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.log.get(layout::leaf_key(index))?.map(|v| v.to_vec()))
+        if index >= self.lock_free_size() {
+            return Ok(None);
+        }
+        let pointer = self.pointer(index)?;
+        self.segments.read(pointer).map(Some)
+    }
+
+    /// Where leaf `index` is.
+    pub(crate) fn pointer(&self, index: u64) -> Result<LeafPointer, StoreError> {
+        self.segments
+            .pointer(index)?
+            .ok_or_else(|| StoreError::Corrupt(format!("entry {index} has no leaf pointer")))
     }
 
     /// Index of the entry with envelope id `id`.
@@ -291,35 +394,58 @@ impl Store {
             .and_then(|v| layout::u64_value(&v)))
     }
 
-    /// Entries `from..to` in log order (streaming).
-    pub fn entries(&self, from: u64, to: u64) -> impl Iterator<Item = Result<Entry, StoreError>> + '_ {
-        self.log
-            .range(layout::leaf_key(from)..layout::leaf_key(to))
-            .map(|kv| {
-                let (k, v) = kv?;
-                let index = layout::leaf_index(&k).ok_or_else(|| StoreError::Corrupt("bad leaf key".into()))?;
-                decode_entry(index, &v)
-            })
+    /// Entries `from..to` in log order, streamed from the leaf files.
+    pub fn entries(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + '_> {
+        let to = to.min(self.lock_free_size());
+        if from >= to {
+            return Box::new(std::iter::empty());
+        }
+        let stream = match self
+            .pointer(from)
+            .and_then(|p| self.segments.stream(Some(p)))
+        {
+            Ok(s) => s,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        Box::new(
+            stream
+                .take((to - from) as usize)
+                .zip(from..)
+                .map(|(line, index)| {
+                    let line = line?;
+                    decode_entry(index, &line.bytes)
+                }),
+        )
     }
 
     /// Entries of one cluster or type with valid time in `[from, to)`, in
-    /// valid-time order, read through a derived index.
+    /// valid-time order, read through a derived index. The indexes are
+    /// caches, brought up to date with the log here rather than on the
+    /// ingest path, which stays as fast as the log itself.
     pub fn scan<'a>(
         &'a self,
         key: ScanKey<'a>,
         from: Option<Timestamp>,
         to: Option<Timestamp>,
-    ) -> impl Iterator<Item = Result<Entry, StoreError>> + 'a {
-        self.derived.scan(key, from, to).map(move |ix| {
+    ) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> {
+        if let Err(e) = self.catch_up_derived() {
+            return Box::new(std::iter::once(Err(e)));
+        }
+        Box::new(self.derived.scan(key, from, to).map(move |ix| {
             let ix = ix?;
-            self.entry(ix)?
-                .ok_or_else(|| StoreError::Corrupt(format!("derived index points at missing entry {ix}")))
-        })
+            self.entry(ix)?.ok_or_else(|| {
+                StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
+            })
+        }))
     }
 
     /// Stored Merkle node.
     pub fn node(&self, id: NodeId) -> Result<Hash, StoreError> {
-        read_node(&self.log, id)
+        self.tree.read(id)
     }
 
     /// The quarantine area.
@@ -332,7 +458,7 @@ impl Store {
     /// Drops every derived index and rebuilds it by replaying the log.
     /// Returns the number of entries replayed and the trees rebuilt.
     pub fn reindex(&self) -> Result<(u64, Vec<&'static str>), StoreError> {
-        let _w = self.lock();
+        let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.derived.clear()?;
         let replayed = self.replay_derived(0)?;
         self.db.flush()?;
@@ -347,6 +473,14 @@ impl Store {
 
     pub(crate) fn log_tree(&self) -> &sled::Tree {
         &self.log
+    }
+
+    pub(crate) fn segments(&self) -> &Segments {
+        &self.segments
+    }
+
+    pub(crate) fn tree_files(&self) -> &TreeFiles {
+        &self.tree
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
@@ -380,39 +514,56 @@ impl Store {
                     "{reason}; the ledger is read-only until this is resolved (run `annal verify`)"
                 ));
                 // Best effort, so status still shows a size.
-                w.frontier = Frontier::load(size, &mut |id| read_node(&self.log, id)).unwrap_or_default();
+                w.frontier = Frontier::load(size, &mut |id| self.tree.read(id)).unwrap_or_default();
             }
         }
         Ok(())
     }
 
     fn check_recovered(&self, size: u64, note: Option<&str>) -> Result<Frontier, String> {
-        let last_leaf = self.log.last_leaf_index().map_err(|e| e.to_string())?;
-        let expected_last = size.checked_sub(1);
-        if last_leaf != expected_last {
+        let pointers = self.segments.pointer_count().map_err(|e| e.to_string())?;
+        if pointers < size {
             return Err(format!(
-                "the log records {size} entries but its last leaf is {}",
-                last_leaf.map_or("absent".to_string(), |i| format!("at index {i}"))
+                "the log records {size} entries but the offsets file holds {pointers}: entry {pointers} is missing"
             ));
         }
-        let frontier =
-            Frontier::load(size, &mut |id| read_node(&self.log, id)).map_err(|e| format!("tree nodes: {e}"))?;
-        if let Some(last) = expected_last {
-            let bytes = self
-                .log
-                .get(layout::leaf_key(last))
+        let leaves = self.tree.count(0).map_err(|e| e.to_string())?;
+        if leaves < size {
+            return Err(format!(
+                "the log records {size} entries but only {leaves} leaf hashes"
+            ));
+        }
+        let frontier = Frontier::load(size, &mut |id| self.tree.read(id))
+            .map_err(|e| format!("tree nodes: {e}"))?;
+        if let Some(last) = size.checked_sub(1) {
+            let pointer = self.pointer(last).map_err(|e| e.to_string())?;
+            let on_disk = self
+                .segments
+                .len_of(pointer.segment)
                 .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("leaf {last} is missing"))?;
-            let stored = read_node(&self.log, NodeId { level: 0, index: last }).map_err(|e| e.to_string())?;
+                .unwrap_or(0);
+            if on_disk < pointer.end() {
+                return Err(format!("entry {last} is missing from the leaf files"));
+            }
+            let bytes = self.segments.read(pointer).map_err(|e| e.to_string())?;
+            let stored = self
+                .tree
+                .read(NodeId {
+                    level: 0,
+                    index: last,
+                })
+                .map_err(|e| e.to_string())?;
             if merkle::leaf_hash(&bytes) != stored {
-                return Err(format!("leaf {last} does not match its stored hash"));
+                return Err(format!("entry {last} does not match its stored leaf hash"));
             }
         }
         let Some(note) = note else {
             return if size == 0 {
                 Ok(frontier)
             } else {
-                Err(format!("the log has {size} entries but no signed checkpoint"))
+                Err(format!(
+                    "the log has {size} entries but no signed checkpoint"
+                ))
             };
         };
         let verifier = self
@@ -428,7 +579,8 @@ impl Store {
                 cp.size
             ));
         }
-        let root = merkle::root_at(cp.size, &mut |id| read_node(&self.log, id)).map_err(|e| e.to_string())?;
+        let root =
+            merkle::root_at(cp.size, &mut |id| self.tree.read(id)).map_err(|e| e.to_string())?;
         if root != cp.root {
             return Err(format!(
                 "the stored tree at size {} does not match the signed checkpoint root",
@@ -439,7 +591,8 @@ impl Store {
     }
 
     fn catch_up_derived(&self) -> Result<(), StoreError> {
-        let size = self.size();
+        let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let size = self.lock_free_size();
         let mark = self.derived.watermark()?;
         if mark > size {
             self.derived.clear()?;
@@ -469,7 +622,8 @@ impl Store {
         Ok(replayed)
     }
 
-    /// The stored size, read without the writer lock (used while it is held).
+    /// The committed size, read without the writer lock (so readers never
+    /// wait on a commit, and code holding the lock can read).
     fn lock_free_size(&self) -> u64 {
         self.log
             .get(layout::META_SIZE)
@@ -480,33 +634,41 @@ impl Store {
     }
 }
 
-trait LastLeaf {
-    fn last_leaf_index(&self) -> Result<Option<u64>, sled::Error>;
-}
-
-impl LastLeaf for sled::Tree {
-    fn last_leaf_index(&self) -> Result<Option<u64>, sled::Error> {
-        let last = self.scan_prefix([layout::LEAF_PREFIX]).next_back().transpose()?;
-        Ok(last.and_then(|(k, _)| layout::leaf_index(&k)))
+/// Opens sled. A handle dropped a moment ago in this process can still hold
+/// the file lock while sled's I/O threads wind down, so a held lock is
+/// retried briefly before it is reported as another process's.
+fn open_db(dir: &DataDir) -> Result<sled::Db, StoreError> {
+    const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+    let started = std::time::Instant::now();
+    loop {
+        let result = sled::Config::new()
+            .path(dir.db())
+            .cache_capacity(CACHE_BYTES)
+            // Every commit flushes explicitly; no background flusher.
+            .flush_every_ms(None)
+            .open();
+        match result {
+            Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+                if started.elapsed() > LOCK_WAIT {
+                    return Err(StoreError::Locked {
+                        path: dir.root().to_path_buf(),
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return Ok(other?),
+        }
     }
-}
-
-fn read_node(log: &sled::Tree, id: NodeId) -> Result<Hash, StoreError> {
-    log.get(layout::node_key(id))?
-        .and_then(|v| <Hash>::try_from(v.as_ref()).ok())
-        .ok_or_else(|| StoreError::Corrupt(format!("missing tree node level {} index {}", id.level, id.index)))
 }
 
 fn decode_entry(index: u64, bytes: &[u8]) -> Result<Entry, StoreError> {
     Entry::from_leaf_bytes(bytes).map_err(|e| StoreError::Corrupt(format!("leaf {index}: {e}")))
 }
 
-/// One instant per batch, truncated to microseconds (the stored precision),
-/// and never before the previous batch's.
+/// One instant per batch, never before the previous batch's.
 fn next_recorded_at(previous: Option<Timestamp>) -> Timestamp {
-    let now = Timestamp::now().unix_micros();
-    let micros = previous.map_or(now, |p| now.max(p.unix_micros()));
-    Timestamp::from_unix_micros(micros).unwrap_or_else(Timestamp::now)
+    let now = Timestamp::now();
+    previous.map_or(now, |p| now.max(p))
 }
 
 /// Writes the checkpoint file for auditors. Failure here loses nothing (the
@@ -521,10 +683,12 @@ fn publish_checkpoint(dir: &DataDir, note: &str) {
 fn read_signer(dir: &DataDir) -> Result<Option<NoteSigner>, StoreError> {
     let path = dir.signing_key();
     match fs::read_to_string(&path) {
-        Ok(text) => NoteSigner::from_text(&text).map(Some).map_err(|e| StoreError::Key {
-            path,
-            reason: e.to_string(),
-        }),
+        Ok(text) => NoteSigner::from_text(&text)
+            .map(Some)
+            .map_err(|e| StoreError::Key {
+                path,
+                reason: e.to_string(),
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(path, e)),
     }
@@ -533,10 +697,12 @@ fn read_signer(dir: &DataDir) -> Result<Option<NoteSigner>, StoreError> {
 fn read_verifier(dir: &DataDir) -> Result<Option<NoteVerifier>, StoreError> {
     let path = dir.verifier_key();
     match fs::read_to_string(&path) {
-        Ok(text) => NoteVerifier::from_text(&text).map(Some).map_err(|e| StoreError::Key {
-            path,
-            reason: e.to_string(),
-        }),
+        Ok(text) => NoteVerifier::from_text(&text)
+            .map(Some)
+            .map_err(|e| StoreError::Key {
+                path,
+                reason: e.to_string(),
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(path, e)),
     }
@@ -561,7 +727,8 @@ fn restrict_dir(path: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(path, fs::Permissions::from_mode(0o700)).map_err(|e| StoreError::io(path, e))?;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+            .map_err(|e| StoreError::io(path, e))?;
     }
     Ok(())
 }

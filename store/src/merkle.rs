@@ -67,7 +67,10 @@ impl Frontier {
     }
 
     /// Rebuilds the frontier of a tree of `size` leaves from its stored nodes.
-    pub fn load<E>(size: u64, nodes: &mut impl FnMut(NodeId) -> Result<Hash, E>) -> Result<Self, E> {
+    pub fn load<E>(
+        size: u64,
+        nodes: &mut impl FnMut(NodeId) -> Result<Hash, E>,
+    ) -> Result<Self, E> {
         let peaks = peak_ids(size)
             .into_iter()
             .map(|id| nodes(id).map(|h| (id.level, h)))
@@ -140,7 +143,7 @@ pub fn peak_ids(size: u64) -> Vec<NodeId> {
 pub fn root_at<E>(size: u64, nodes: &mut impl FnMut(NodeId) -> Result<Hash, E>) -> Result<Hash, E> {
     let peaks = peak_ids(size)
         .into_iter()
-        .map(|id| nodes(id))
+        .map(&mut *nodes)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(fold_peaks(peaks.into_iter()))
 }
@@ -201,7 +204,10 @@ mod tests {
         let mut nodes = HashMap::new();
         for d in data {
             f.push(leaf_hash(d), |id, h| {
-                assert!(nodes.insert(id, *h).is_none(), "node {id:?} completed twice");
+                assert!(
+                    nodes.insert(id, *h).is_none(),
+                    "node {id:?} completed twice"
+                );
             });
         }
         (f, nodes)
@@ -216,10 +222,15 @@ mod tests {
             // Every past root is recoverable from the stored nodes.
             for m in 0..=n as u64 {
                 let got = root_at(m, &mut |id| nodes.get(&id).copied().ok_or(id)).unwrap();
-                assert_eq!(got, reference::root(&data[..m as usize]), "root_at({m}) of {n}");
+                assert_eq!(
+                    got,
+                    reference::root(&data[..m as usize]),
+                    "root_at({m}) of {n}"
+                );
             }
             // Reloading the frontier from stored nodes continues identically.
-            let reloaded = Frontier::load(n as u64, &mut |id| nodes.get(&id).copied().ok_or(id)).unwrap();
+            let reloaded =
+                Frontier::load(n as u64, &mut |id| nodes.get(&id).copied().ok_or(id)).unwrap();
             assert_eq!(reloaded, f);
         }
     }

@@ -94,7 +94,10 @@ impl Quarantine {
 
     /// One record.
     pub fn get(&self, id: &str) -> Result<Option<QuarantineRecord>, StoreError> {
-        self.tree.get(id.as_bytes())?.map(|v| decode(&v)).transpose()
+        self.tree
+            .get(id.as_bytes())?
+            .map(|v| decode(&v))
+            .transpose()
     }
 
     /// Removes a record; returns whether it existed.
@@ -114,5 +117,6 @@ impl Quarantine {
 }
 
 fn decode(bytes: &[u8]) -> Result<QuarantineRecord, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("quarantine record: {e}")))
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::Corrupt(format!("quarantine record: {e}")))
 }

@@ -26,17 +26,25 @@ fn new_store() -> (tempfile::TempDir, Store) {
 
 /// Every stored leaf, in order.
 fn leaves(store: &Store) -> Vec<Vec<u8>> {
-    (0..store.size()).map(|i| store.leaf_bytes(i).unwrap().unwrap()).collect()
+    (0..store.size())
+        .map(|i| store.leaf_bytes(i).unwrap().unwrap())
+        .collect()
 }
 
 #[test]
 fn duplicates_append_nothing_within_and_across_batches() {
     let (_dir, store) = new_store();
     let out = store
-        .append(vec![event("a", "c1", 0), event("b", "c1", 1), event("a", "c1", 2)])
+        .append(vec![
+            event("a", "c1", 0),
+            event("b", "c1", 1),
+            event("a", "c1", 2),
+        ])
         .unwrap();
     assert_eq!((out.appended, out.duplicates, out.size), (2, 1, 2));
-    let out = store.append(vec![event("b", "c1", 1), event("c", "c2", 3)]).unwrap();
+    let out = store
+        .append(vec![event("b", "c1", 1), event("c", "c2", 3)])
+        .unwrap();
     assert_eq!((out.appended, out.duplicates, out.size), (1, 1, 3));
     assert_eq!(store.index_of("c").unwrap(), Some(2));
     assert_eq!(store.entry(1).unwrap().unwrap().event.id, "b");
@@ -49,14 +57,18 @@ fn recorded_at_never_goes_backwards_and_reopen_continues_the_tree() {
     {
         let store = Store::open(dir.path()).unwrap();
         for i in 0..5 {
-            store.append(vec![event(&format!("e{i}"), "c1", i)]).unwrap();
+            store
+                .append(vec![event(&format!("e{i}"), "c1", i)])
+                .unwrap();
         }
     }
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.writes_refused(), None);
     store.append(vec![event("e5", "c1", 5)]).unwrap();
     let entries: Vec<_> = store.entries(0, 6).map(Result::unwrap).collect();
-    assert!(entries.windows(2).all(|w| w[0].recorded_at <= w[1].recorded_at));
+    assert!(entries
+        .windows(2)
+        .all(|w| w[0].recorded_at <= w[1].recorded_at));
     assert_eq!(store.status().root, reference::root(&leaves(&store)));
     assert!(store.verify(None).unwrap().is_intact());
 }
@@ -65,7 +77,11 @@ fn recorded_at_never_goes_backwards_and_reopen_continues_the_tree() {
 fn derived_indexes_scan_by_cluster_and_survive_reindex() {
     let (_dir, store) = new_store();
     store
-        .append(vec![event("a", "c1", 5), event("b", "c2", 1), event("c", "c1", 2)])
+        .append(vec![
+            event("a", "c1", 5),
+            event("b", "c2", 1),
+            event("c", "c1", 2),
+        ])
         .unwrap();
     let ids = |s: &Store| -> Vec<String> {
         s.scan(ScanKey::Cluster("c1"), None, None)
@@ -101,10 +117,28 @@ fn truncation_below_the_checkpoint_refuses_writes_and_says_why() {
             .unwrap();
     }
     {
-        // Roll the log back by one entry, consistently, as an attacker would.
+        // Roll the log back by one entry, consistently, as an attacker would:
+        // leaf line, pointer, leaf hash and recorded size.
+        let store = Store::open(dir.path()).unwrap();
+        let last = store.pointer(3).unwrap();
+        drop(store);
+        let cut = |path: std::path::PathBuf, len: u64| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_len(len)
+                .unwrap();
+        };
+        let log_dir = dir.path().join("log");
+        cut(
+            log_dir.join(format!("{:020}.jsonl", last.segment)),
+            last.offset,
+        );
+        cut(log_dir.join("offsets"), 3 * 20);
+        cut(log_dir.join("tree/00"), 3 * 32);
         let db = sled::open(dir.path().join("ledger")).unwrap();
         let log = db.open_tree(layout::LOG_TREE).unwrap();
-        log.remove(layout::leaf_key(3)).unwrap();
         log.insert(layout::META_SIZE, &3u64.to_be_bytes()).unwrap();
         db.flush().unwrap();
     }
@@ -117,6 +151,43 @@ fn truncation_below_the_checkpoint_refuses_writes_and_says_why() {
     }
     let report = store.verify(None).unwrap();
     assert_eq!(report.problem.unwrap().index, Some(3));
+}
+
+#[test]
+fn leaves_rotate_across_segments_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/store").unwrap();
+    let store = Store::open(dir.path()).unwrap().with_segment_bytes(2000);
+    for b in 0..5 {
+        store
+            .append(
+                (0..7)
+                    .map(|i| event(&format!("e{b}-{i}"), "c", i))
+                    .collect(),
+            )
+            .unwrap();
+    }
+    let segments = std::fs::read_dir(dir.path().join("log"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".jsonl")
+        })
+        .count();
+    assert!(segments > 3, "only {segments} segments");
+    let ids: Vec<_> = store.entries(5, 30).map(|e| e.unwrap().event.id).collect();
+    assert_eq!(ids.len(), 25);
+    assert_eq!(ids[0], "e0-5");
+    assert_eq!(store.entry(34).unwrap().unwrap().event.id, "e4-6");
+    assert_eq!(store.status().root, reference::root(&leaves(&store)));
+    assert!(store.verify(None).unwrap().is_intact());
+    drop(store);
+    let store = Store::open(dir.path()).unwrap().with_segment_bytes(2000);
+    store.append(vec![event("late", "c", 1)]).unwrap();
+    assert!(store.verify(None).unwrap().is_intact());
 }
 
 #[test]

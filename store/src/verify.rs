@@ -10,7 +10,9 @@ use annal_schemas::Timestamp;
 
 use crate::checkpoint::{Checkpoint, NoteVerifier};
 use crate::layout;
+use crate::leaves::LeafPointer;
 use crate::merkle::{self, Frontier, Hash, NodeId};
+use crate::record_file::SequentialRecords;
 use crate::{Entry, Store, StoreError};
 
 /// The outcome of [`Store::verify`].
@@ -67,7 +69,11 @@ impl Store {
         let checkpoint = match (note, verifier) {
             (None, _) => None,
             (Some(_), None) => {
-                fail(&mut report, None, "no verifier key to check the checkpoint with".into());
+                fail(
+                    &mut report,
+                    None,
+                    "no verifier key to check the checkpoint with".into(),
+                );
                 return Ok(report);
             }
             (Some(note), Some(v)) => match v.open(&String::from_utf8_lossy(&note)) {
@@ -80,35 +86,89 @@ impl Store {
         };
         report.checkpoint = checkpoint.clone();
 
+        let stored_size = log
+            .get(layout::META_SIZE)?
+            .and_then(|v| layout::u64_value(&v))
+            .unwrap_or(0);
+        // Lines past the committed size are the tail of an interrupted commit
+        // (cut off before the next write); they are not part of the log.
+        let expected = stored_size.max(checkpoint.as_ref().map_or(0, |c| c.size));
         let mut frontier = Frontier::new();
         let mut last_recorded: Option<Timestamp> = None;
-        for kv in log.scan_prefix([layout::LEAF_PREFIX]) {
-            let (key, bytes) = kv?;
-            let expected = frontier.size();
-            let Some(index) = layout::leaf_index(&key) else {
-                fail(&mut report, Some(expected), "malformed leaf key".into());
-                return Ok(report);
+        let mut lines = self.segments().stream(None)?;
+        let mut pointers =
+            SequentialRecords::open(self.segments().offsets_path(), LeafPointer::ENCODED_LEN)?;
+        let tree = self.tree_files();
+        let mut levels: Vec<SequentialRecords> = Vec::new();
+        while frontier.size() < expected {
+            let index = frontier.size();
+            let line = match lines.next() {
+                None => {
+                    fail(
+                        &mut report,
+                        Some(index),
+                        format!("entry {index} is missing from the leaf files"),
+                    );
+                    return Ok(report);
+                }
+                Some(line) => line?,
             };
-            if index != expected {
-                fail(&mut report, Some(expected), format!("entry {expected} is missing"));
+            if !line.terminated {
+                fail(
+                    &mut report,
+                    Some(index),
+                    format!("entry {index} is cut short"),
+                );
                 return Ok(report);
             }
-            if let Err(reason) = check_leaf(index, &bytes, &mut last_recorded) {
+            let Some(pointer) = pointers
+                .next_record()?
+                .and_then(|b| LeafPointer::decode(&b))
+            else {
+                fail(
+                    &mut report,
+                    Some(index),
+                    format!("entry {index} has no leaf pointer"),
+                );
+                return Ok(report);
+            };
+            if let Err(reason) = check_leaf(index, &line.bytes, &mut last_recorded) {
                 fail(&mut report, Some(index), reason);
                 return Ok(report);
             }
+            let hash = merkle::leaf_hash(&line.bytes);
+            if (pointer.segment, pointer.offset, u64::from(pointer.len))
+                != (line.segment, line.offset, line.bytes.len() as u64)
+            {
+                fail(
+                    &mut report,
+                    Some(index),
+                    format!("entry {index} is not where the index says it is"),
+                );
+                return Ok(report);
+            }
+            let mut completed = Vec::new();
+            frontier.push(hash, |id, hash| completed.push((id, *hash)));
             let mut node_problem = None;
-            frontier.push(merkle::leaf_hash(&bytes), |id, hash| {
-                if node_problem.is_none() {
-                    node_problem = check_node(log, id, hash).err();
+            for (id, hash) in completed {
+                while levels.len() <= id.level as usize {
+                    levels.push(SequentialRecords::open(
+                        tree.level_path(levels.len() as u8),
+                        32,
+                    )?);
                 }
-            });
+                let stored = levels[id.level as usize].next_record()?;
+                if let Err(reason) = check_node(id, &hash, stored.as_deref()) {
+                    node_problem = Some(reason);
+                    break;
+                }
+            }
             if let Some(reason) = node_problem {
                 fail(&mut report, Some(index), reason);
                 return Ok(report);
             }
             report.leaves += 1;
-            report.bytes += bytes.len() as u64;
+            report.bytes += line.bytes.len() as u64;
             if let Some(cp) = &checkpoint {
                 if frontier.size() == cp.size && frontier.root() != cp.root {
                     fail(
@@ -123,32 +183,28 @@ impl Store {
         report.root = frontier.root();
         let size = frontier.size();
         match &checkpoint {
-            Some(cp) if size < cp.size => {
+            Some(cp) if cp.size == 0 && cp.root != merkle::empty_root() => {
                 fail(
                     &mut report,
-                    Some(size),
-                    format!("entry {size} is missing: the signed checkpoint covers {} entries", cp.size),
+                    None,
+                    "empty checkpoint with a non-empty root".into(),
                 );
             }
-            Some(cp) if cp.size == 0 && cp.root != merkle::empty_root() => {
-                fail(&mut report, None, "empty checkpoint with a non-empty root".into());
-            }
             None if size > 0 => {
-                fail(&mut report, None, format!("{size} entries but no signed checkpoint"));
+                fail(
+                    &mut report,
+                    None,
+                    format!("{size} entries but no signed checkpoint"),
+                );
             }
-            _ => {
-                let stored = log
-                    .get(layout::META_SIZE)?
-                    .and_then(|v| layout::u64_value(&v))
-                    .unwrap_or(0);
-                if stored != size {
-                    fail(
-                        &mut report,
-                        Some(size.min(stored)),
-                        format!("the log records size {stored} but holds {size} entries"),
-                    );
-                }
+            _ if stored_size < size => {
+                fail(
+                    &mut report,
+                    Some(stored_size),
+                    format!("the index records size {stored_size} but the signed checkpoint covers {size}"),
+                );
             }
+            _ => {}
         }
         Ok(report)
     }
@@ -156,8 +212,13 @@ impl Store {
 
 /// Checks one leaf on its own: decodes, is canonical, names its own index,
 /// and its system time does not go backwards.
-fn check_leaf(index: u64, bytes: &[u8], last_recorded: &mut Option<Timestamp>) -> Result<(), String> {
-    let entry = Entry::from_leaf_bytes(bytes).map_err(|e| format!("entry {index} does not decode: {e}"))?;
+fn check_leaf(
+    index: u64,
+    bytes: &[u8],
+    last_recorded: &mut Option<Timestamp>,
+) -> Result<(), String> {
+    let entry =
+        Entry::from_leaf_bytes(bytes).map_err(|e| format!("entry {index} does not decode: {e}"))?;
     if entry.index != index {
         return Err(format!(
             "entry {index} holds the leaf of index {} (reordered)",
@@ -171,16 +232,17 @@ fn check_leaf(index: u64, bytes: &[u8], last_recorded: &mut Option<Timestamp>) -
         return Err(format!("entry {index} is not in canonical (RFC 8785) form"));
     }
     if last_recorded.is_some_and(|last| entry.recorded_at < last) {
-        return Err(format!("entry {index} has recorded_at before its predecessor"));
+        return Err(format!(
+            "entry {index} has recorded_at before its predecessor"
+        ));
     }
     *last_recorded = Some(entry.recorded_at);
     Ok(())
 }
 
-fn check_node(log: &sled::Tree, id: NodeId, hash: &Hash) -> Result<(), String> {
-    let stored = log.get(layout::node_key(id)).map_err(|e| e.to_string())?;
+fn check_node(id: NodeId, hash: &Hash, stored: Option<&[u8]>) -> Result<(), String> {
     match stored {
-        Some(v) if v.as_ref() == hash => Ok(()),
+        Some(v) if v == hash => Ok(()),
         Some(_) if id.level == 0 => Err(format!("entry {} does not match its stored leaf hash", id.index)),
         Some(_) => Err(format!(
             "stored tree node (level {}, index {}) over entries from {} differs from the recomputed one",

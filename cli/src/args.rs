@@ -1,0 +1,238 @@
+//! Command-line arguments (clap derive). Values are validated here; the
+//! commands turn them into work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::OutputFormat;
+
+const ABOUT: &str = "annal: a tamper-evident audit and inventory ledger for multi-cluster GitOps.
+
+Every input (controller events, Kubernetes objects, cluster registrations) is \
+normalized into an Envelope v1 event and appended to a BLAKE3 Merkle log with \
+signed checkpoints, so you can ask what existed where, who owned it, and prove \
+nothing was rewritten.";
+
+const AFTER_HELP: &str = "Getting started:
+  annal demo                       create ./annal-data, load the bundled examples, show them
+  annal init                       create an empty ledger (and its checkpoint signing key)
+  annal ingest events.jsonl        append Envelope v1 events (JSONL or a JSON array; - for stdin)
+  annal log --cluster prod-eu1-a   list events
+  annal verify                     recompute every leaf and the root, check the signed checkpoint
+
+Exit codes: 0 ok, 1 failure or tampering, 2 usage or input error, 3 needs approval.";
+
+/// The `annal` command line.
+#[derive(Debug, Parser)]
+#[command(name = "annal", version, about = ABOUT, after_help = AFTER_HELP, max_term_width = 100, args_override_self = true)]
+pub struct Cli {
+    /// Ledger data directory.
+    #[arg(
+        long,
+        global = true,
+        env = "ANNAL_DATA",
+        default_value = "./annal-data",
+        value_name = "DIR"
+    )]
+    pub data: PathBuf,
+
+    /// Output format for what the command prints.
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a ledger and its Ed25519 checkpoint signing key.
+    Init(InitArgs),
+    /// Append events from files or stdin (group-committed, idempotent by id).
+    Ingest(IngestArgs),
+    /// Recompute every leaf hash, tree node and the root; check the signed checkpoint.
+    Verify(VerifyArgs),
+    /// Show the log size, root, latest checkpoint and quarantine count.
+    Status,
+    /// Print the latest signed checkpoint (C2SP signed note).
+    Checkpoint,
+    /// List events, by cluster, type and valid-time window.
+    Log(LogArgs),
+    /// List the Kubernetes objects that exist at an instant (naive full scan).
+    Objects(ObjectsArgs),
+    /// Rebuild the derived indexes from the log.
+    Reindex,
+    /// Inspect, re-ingest or drop rejected input.
+    #[command(subcommand)]
+    Quarantine(QuarantineCommand),
+    /// Create ./annal-data if needed, load the bundled example events and show them.
+    Demo,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Log origin: the checkpoint's first line and the signing key's name.
+    #[arg(long, default_value = annal_store::DEFAULT_ORIGIN)]
+    pub origin: String,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Input format.
+    #[arg(long, default_value = "envelope", value_parser = parse_format)]
+    pub format: annal_ingest::Format,
+
+    /// Envelopes per group commit.
+    #[arg(long, default_value_t = annal_ingest::pipeline::default_batch_size() as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub batch_size: u64,
+
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+
+    /// Files to read; `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Verifier key file to check the checkpoint with (default: the ledger's own).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only events of this cluster.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Only events of this type (e.g. object.observed).
+    #[arg(long = "type", value_parser = parse_event_type)]
+    pub event_type: Option<annal_schemas::EventType>,
+    /// Valid time at or after (RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub since: Option<annal_schemas::Timestamp>,
+    /// Valid time before (RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<annal_schemas::Timestamp>,
+    /// At most this many events.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ObjectsArgs {
+    /// Valid time to reconstruct (RFC 3339; default: the latest known).
+    #[arg(long, value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// Only this cluster.
+    #[arg(long)]
+    pub cluster: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QuarantineCommand {
+    /// List rejected records.
+    List,
+    /// Print one record's raw bytes (redirect to a file, fix, `annal ingest` it).
+    Show {
+        /// Quarantine id (from `list`).
+        id: String,
+    },
+    /// Validate records again and append those that now pass.
+    Retry {
+        /// Quarantine ids; all records when none are given.
+        ids: Vec<String>,
+    },
+    /// Delete records.
+    Drop {
+        /// Quarantine ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+}
+
+fn parse_format(s: &str) -> Result<annal_ingest::Format, String> {
+    s.parse()
+        .map_err(|e: annal_ingest::formats::UnknownFormat| e.to_string())
+}
+
+fn parse_event_type(s: &str) -> Result<annal_schemas::EventType, String> {
+    s.parse()
+        .map_err(|e: annal_schemas::UnknownEventType| e.to_string())
+}
+
+fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
+    s.parse()
+        .map_err(|e: annal_schemas::TimestampError| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("annal").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn output_flag_short_long_equals_and_last_wins() {
+        assert_eq!(
+            parse(&["status", "-o", "json"]).unwrap().output,
+            OutputFormat::Json
+        );
+        assert_eq!(
+            parse(&["-o", "csv", "status"]).unwrap().output,
+            OutputFormat::Csv
+        );
+        assert_eq!(
+            parse(&["status", "--output=json"]).unwrap().output,
+            OutputFormat::Json
+        );
+        assert_eq!(
+            parse(&["status", "-o", "json", "-o", "table"])
+                .unwrap()
+                .output,
+            OutputFormat::Table
+        );
+        assert!(parse(&["status", "-o", "yaml"]).is_err());
+    }
+
+    #[test]
+    fn data_flag_and_default() {
+        let cli = parse(&["--data", "/tmp/x", "status"]).unwrap();
+        assert_eq!(cli.data, PathBuf::from("/tmp/x"));
+        let cli = parse(&["status", "--data=/tmp/y"]).unwrap();
+        assert_eq!(cli.data, PathBuf::from("/tmp/y"));
+    }
+
+    #[test]
+    fn ingest_requires_a_path_and_checks_format_and_batch_size() {
+        assert!(parse(&["ingest"]).is_err());
+        let cli = parse(&["ingest", "--format", "envelope", "-"]).unwrap();
+        let Command::Ingest(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.paths, ["-"]);
+        assert_eq!(a.format, annal_ingest::Format::Envelope);
+        assert!(parse(&["ingest", "--format", "xml", "f"]).is_err());
+        assert!(parse(&["ingest", "--batch-size", "0", "f"]).is_err());
+    }
+
+    #[test]
+    fn log_filters_validate_values() {
+        assert!(parse(&["log", "--type", "object.observed"]).is_ok());
+        assert!(parse(&["log", "--type", "object.created"]).is_err());
+        assert!(parse(&["log", "--since", "2026-11-01T00:00:00Z"]).is_ok());
+        assert!(parse(&["log", "--since", "yesterday"]).is_err());
+    }
+}

@@ -1,0 +1,127 @@
+//! Read-only commands: `status`, `checkpoint`, `log`, `objects`, and `reindex`.
+
+use annal_query::events::{self, EventFilter};
+use annal_query::objects;
+use annal_store::Store;
+use serde_json::{json, Value};
+
+use super::verify::hex;
+use crate::args::{LogArgs, ObjectsArgs};
+use crate::exit::Exit;
+use crate::output::{Printer, Table};
+
+pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
+    let s = store.status();
+    let root = hex(&s.root);
+    let recorded = s.recorded_at.map(|t| t.to_string());
+    printer.record(
+        &json!({
+            "data": store.data_dir().root().display().to_string(),
+            "size": s.size,
+            "root": root,
+            "recorded_at": recorded,
+            "quarantined": s.quarantined,
+            "writes_refused": s.writes_refused,
+        }),
+        &format!(
+            "data:        {}\nentries:     {}\nroot:        {}\nrecorded at: {}\nquarantined: {}\nwrites:      {}",
+            store.data_dir().root().display(),
+            s.size,
+            root,
+            recorded.as_deref().unwrap_or("-"),
+            s.quarantined,
+            s.writes_refused.as_deref().unwrap_or("accepted")
+        ),
+    )?;
+    Ok(if s.writes_refused.is_some() {
+        Exit::Failure
+    } else {
+        Exit::Ok
+    })
+}
+
+pub fn checkpoint(store: &Store) -> anyhow::Result<Exit> {
+    match store.status().checkpoint {
+        Some(note) => {
+            print!("{note}");
+            Ok(Exit::Ok)
+        }
+        None => {
+            eprintln!("annal: the ledger is empty: no checkpoint yet");
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+pub fn log(store: &Store, args: &LogArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    let filter = EventFilter {
+        cluster: args.cluster.clone(),
+        event_type: args.event_type,
+        since: args.since,
+        until: args.until,
+        limit: Some(args.limit),
+    };
+    let mut table = Table::new(&["index", "time", "type", "cluster", "id", "recorded_at"]);
+    for entry in events::select(store, &filter) {
+        let e = entry?;
+        table.push(vec![
+            json!(e.index),
+            json!(e.event.time.to_string()),
+            json!(e.event.event_type.as_str()),
+            json!(e.event.cluster),
+            json!(e.event.id),
+            json!(e.recorded_at.to_string()),
+        ]);
+    }
+    printer.table(&table)?;
+    Ok(Exit::Ok)
+}
+
+pub fn objects(store: &Store, args: &ObjectsArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    let mut table = Table::new(&[
+        "cluster",
+        "group",
+        "version",
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "resource_version",
+        "observed_at",
+    ]);
+    for o in objects::live_at(store, args.at)? {
+        if args.cluster.as_ref().is_some_and(|c| *c != o.key.cluster) {
+            continue;
+        }
+        table.push(vec![
+            json!(o.key.cluster),
+            json!(o.key.group),
+            json!(o.version),
+            json!(o.key.kind),
+            json!(o.key.namespace),
+            json!(o.key.name),
+            o.metadata.uid.map_or(Value::Null, Value::String),
+            o.metadata
+                .resource_version
+                .map_or(Value::Null, Value::String),
+            json!(o.observed_at.to_string()),
+        ]);
+    }
+    printer.table(&table)?;
+    Ok(Exit::Ok)
+}
+
+pub fn reindex(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
+    let started = std::time::Instant::now();
+    let (replayed, trees) = store.reindex()?;
+    printer.record(
+        &json!({"replayed": replayed, "indexes": trees, "seconds": started.elapsed().as_secs_f64()}),
+        &format!(
+            "rebuilt {} from {} entries in {:.2}s",
+            trees.join(", "),
+            replayed,
+            started.elapsed().as_secs_f64()
+        ),
+    )?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,58 @@
+//! One module per command; [`run`] dispatches.
+
+mod demo;
+mod ingest;
+mod inspect;
+mod quarantine;
+mod verify;
+
+use annal_store::Store;
+use anyhow::Context;
+use serde_json::json;
+
+use crate::args::{Cli, Command};
+use crate::exit::Exit;
+use crate::output::Printer;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
+    let printer = Printer { format: cli.output };
+    let data = cli.data.as_path();
+    match cli.command {
+        Command::Init(args) => init(data, &args.origin, &printer),
+        Command::Ingest(args) => ingest::run(&open(data)?, args, &printer),
+        Command::Verify(args) => verify::run(&open(data)?, args, &printer),
+        Command::Status => inspect::status(&open(data)?, &printer),
+        Command::Checkpoint => inspect::checkpoint(&open(data)?),
+        Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
+        Command::Objects(args) => inspect::objects(&open(data)?, &args, &printer),
+        Command::Reindex => inspect::reindex(&open(data)?, &printer),
+        Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
+        Command::Demo => demo::run(data, &printer),
+    }
+}
+
+fn open(data: &std::path::Path) -> anyhow::Result<Store> {
+    Store::open(data).with_context(|| format!("opening the ledger at {}", data.display()))
+}
+
+fn init(data: &std::path::Path, origin: &str, printer: &Printer) -> anyhow::Result<Exit> {
+    let report = Store::init(data, origin)?;
+    let dir = annal_store::DataDir::new(data);
+    printer.record(
+        &json!({
+            "data": data.display().to_string(),
+            "origin": report.origin,
+            "verifier_key": report.verifier_key,
+            "signing_key": dir.signing_key().display().to_string(),
+        }),
+        &format!(
+            "Created ledger {} in {}\nCheckpoint verifier key (give this to auditors):\n  {}\nSigning key (keep private, mode 0600): {}",
+            report.origin,
+            data.display(),
+            report.verifier_key,
+            dir.signing_key().display()
+        ),
+    )?;
+    Ok(Exit::Ok)
+}

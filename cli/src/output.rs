@@ -1,0 +1,155 @@
+//! What commands print: `-o table|json|csv`, as kubectl does.
+//!
+//! A command builds one [`Table`] (or one JSON document) and [`Printer`]
+//! renders it. `-o json` always prints exactly one JSON document: a table
+//! becomes an array of objects, so machines never parse columns.
+
+use std::io::{self, Write};
+
+use clap::ValueEnum;
+use serde_json::{Map, Value};
+
+/// `-o/--output`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns for people.
+    #[default]
+    Table,
+    /// One JSON document.
+    Json,
+    /// RFC 4180 CSV with a header row.
+    Csv,
+}
+
+/// Rows with named columns. Cells are JSON values so `-o json` keeps types.
+pub struct Table {
+    columns: Vec<&'static str>,
+    rows: Vec<Vec<Value>>,
+}
+
+impl Table {
+    pub fn new(columns: &[&'static str]) -> Self {
+        Table {
+            columns: columns.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, row: Vec<Value>) {
+        debug_assert_eq!(row.len(), self.columns.len());
+        self.rows.push(row);
+    }
+
+    fn to_json(&self) -> Value {
+        Value::Array(
+            self.rows
+                .iter()
+                .map(|row| {
+                    let map: Map<String, Value> = self
+                        .columns
+                        .iter()
+                        .zip(row)
+                        .map(|(c, v)| (c.to_string(), v.clone()))
+                        .collect();
+                    Value::Object(map)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Renders tables and documents in the chosen format.
+pub struct Printer {
+    pub format: OutputFormat,
+}
+
+impl Printer {
+    pub fn table(&self, table: &Table) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        match self.format {
+            OutputFormat::Json => writeln!(out, "{}", pretty(&table.to_json())),
+            OutputFormat::Csv => {
+                write_csv_row(&mut out, table.columns.iter().map(|c| c.to_string()))?;
+                for row in &table.rows {
+                    write_csv_row(&mut out, row.iter().map(cell))?;
+                }
+                Ok(())
+            }
+            OutputFormat::Table => {
+                let cells: Vec<Vec<String>> = table
+                    .rows
+                    .iter()
+                    .map(|r| r.iter().map(cell).collect())
+                    .collect();
+                let mut widths: Vec<usize> = table.columns.iter().map(|c| c.len()).collect();
+                for row in &cells {
+                    for (w, c) in widths.iter_mut().zip(row) {
+                        *w = (*w).max(c.chars().count());
+                    }
+                }
+                let header: Vec<String> = table.columns.iter().map(|c| c.to_uppercase()).collect();
+                write_aligned(&mut out, &header, &widths)?;
+                for row in &cells {
+                    write_aligned(&mut out, row, &widths)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Prints a single record: `-o json` prints the object, `-o csv` one
+    /// header and one row, `-o table` the `human` text.
+    pub fn record(&self, value: &Value, human: &str) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        match self.format {
+            OutputFormat::Json => writeln!(out, "{}", pretty(value)),
+            OutputFormat::Csv => {
+                let Some(map) = value.as_object() else {
+                    return writeln!(out, "{}", cell(value));
+                };
+                write_csv_row(&mut out, map.keys().cloned())?;
+                write_csv_row(&mut out, map.values().map(cell))
+            }
+            OutputFormat::Table => writeln!(out, "{human}"),
+        }
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// Text of one cell: strings bare, null empty, arrays comma-joined.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+fn write_aligned(out: &mut impl Write, cells: &[String], widths: &[usize]) -> io::Result<()> {
+    let last = cells.len().saturating_sub(1);
+    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+        if i == last {
+            writeln!(out, "{c}")?;
+        } else {
+            write!(out, "{c:<w$}   ")?;
+        }
+    }
+    Ok(())
+}
+
+fn write_csv_row(out: &mut impl Write, cells: impl Iterator<Item = String>) -> io::Result<()> {
+    let line: Vec<String> = cells
+        .map(|c| {
+            if c.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c
+            }
+        })
+        .collect();
+    writeln!(out, "{}", line.join(","))
+}

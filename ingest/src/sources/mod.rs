@@ -1,0 +1,6 @@
+//! Sources: where input bytes come from. Each source owns its reading and
+//! reports bytes consumed for progress; framing and decoding happen later.
+
+mod file;
+
+pub use file::Input;

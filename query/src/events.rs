@@ -1,0 +1,52 @@
+//! Event listing with filters.
+
+use annal_schemas::{EventType, Timestamp};
+use annal_store::{Entry, ScanKey, Store, StoreError};
+
+/// Which events to list.
+#[derive(Clone, Debug, Default)]
+pub struct EventFilter {
+    /// Only this cluster.
+    pub cluster: Option<String>,
+    /// Only this type.
+    pub event_type: Option<EventType>,
+    /// Valid time at or after.
+    pub since: Option<Timestamp>,
+    /// Valid time before.
+    pub until: Option<Timestamp>,
+    /// At most this many.
+    pub limit: Option<usize>,
+}
+
+/// Events matching `filter`: in valid-time order when a cluster or type is
+/// given (read through the derived index), else in log order.
+pub fn select<'a>(
+    store: &'a Store,
+    filter: &'a EventFilter,
+) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> {
+    let in_window = move |e: &Entry| {
+        filter.since.is_none_or(|s| e.event.time >= s)
+            && filter.until.is_none_or(|u| e.event.time < u)
+    };
+    let matches = move |e: &Entry| {
+        filter
+            .cluster
+            .as_deref()
+            .is_none_or(|c| e.event.cluster.as_deref() == Some(c))
+            && filter.event_type.is_none_or(|t| e.event.event_type == t)
+            && in_window(e)
+    };
+    let iter: Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> =
+        match (&filter.cluster, &filter.event_type) {
+            (Some(c), _) => Box::new(store.scan(ScanKey::Cluster(c), filter.since, filter.until)),
+            (None, Some(t)) => {
+                Box::new(store.scan(ScanKey::Type(t.as_str()), filter.since, filter.until))
+            }
+            (None, None) => Box::new(store.entries(0, store.size())),
+        };
+    let filtered = iter.filter(move |r| r.as_ref().map_or(true, matches));
+    match filter.limit {
+        Some(n) => Box::new(filtered.take(n)),
+        None => Box::new(filtered),
+    }
+}

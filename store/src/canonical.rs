@@ -1,0 +1,307 @@
+//! RFC 8785 (JCS) canonical JSON, written directly.
+//!
+//! The generic `serde_json_canonicalizer` buffers and sorts every map it
+//! meets, which made canonical encoding the largest cost of ingest. Leaves
+//! have one known shape, so this module writes it directly: struct fields in
+//! their (fixed, sorted) order, `data` values with keys sorted by UTF-16 code
+//! units, strings escaped as JSON.stringify does (identical to serde_json's
+//! escaping), and numbers as ECMAScript prints them. Property tests check it
+//! byte for byte against `serde_json_canonicalizer`, the reference.
+
+use std::cmp::Ordering;
+
+use annal_schemas::{Actor, Envelope};
+use serde_json::{Number, Value};
+
+use crate::Entry;
+
+/// Largest integer every JCS implementation reads back exactly (2^53).
+const MAX_SAFE_INTEGER: u64 = 1 << 53;
+
+/// A value with a canonical encoding.
+pub trait Canonical {
+    /// Appends the canonical bytes to `out`.
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+}
+
+/// The canonical bytes of `value`.
+pub fn to_vec<T: Canonical + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(1024);
+    value.write_canonical(&mut out)?;
+    Ok(out)
+}
+
+/// An envelope reduced to what a commit needs: its id and canonical bytes.
+///
+/// Encoding runs on the decoding thread, and the parsed JSON tree is freed
+/// there too; the committing thread and the queue between them only carry
+/// compact bytes, which keeps memory flat.
+#[derive(Clone, Debug)]
+pub struct PreparedEvent {
+    pub(crate) id: String,
+    pub(crate) canonical: Vec<u8>,
+}
+
+impl PreparedEvent {
+    /// Encodes `envelope`.
+    pub fn new(envelope: &Envelope) -> Result<Self, serde_json::Error> {
+        Ok(PreparedEvent {
+            id: envelope.id.clone(),
+            canonical: to_vec(envelope)?,
+        })
+    }
+
+    /// The envelope id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Leaf bytes from the prepared event: `{"event":…,"index":N,"recorded_at":"…"}`.
+pub(crate) fn leaf_bytes(event: &[u8], index: u64, recorded_at: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(event.len() + recorded_at.len() + 48);
+    out.extend_from_slice(b"{\"event\":");
+    out.extend_from_slice(event);
+    out.extend_from_slice(b",\"index\":");
+    write_u64(&mut out, index);
+    out.extend_from_slice(b",\"recorded_at\":");
+    write_str(&mut out, recorded_at);
+    out.push(b'}');
+    out
+}
+
+impl Canonical for Entry {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let event = to_vec(&self.event)?;
+        out.extend_from_slice(&leaf_bytes(
+            &event,
+            self.index,
+            &self.recorded_at.to_string(),
+        ));
+        Ok(())
+    }
+}
+
+impl Canonical for Envelope {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        // Field names in sorted order; optional ones omitted when absent,
+        // as the serde derive does.
+        let mut fields = Fields::new(out);
+        if let Some(actor) = &self.actor {
+            fields.key("actor");
+            actor.write_canonical(fields.out)?;
+        }
+        if let Some(cluster) = &self.cluster {
+            fields.key("cluster");
+            write_str(fields.out, cluster);
+        }
+        fields.key("data");
+        self.data.write_canonical(fields.out)?;
+        fields.key("id");
+        write_str(fields.out, &self.id);
+        fields.key("schema");
+        write_str(fields.out, &self.schema);
+        if let Some(source) = &self.source {
+            fields.key("source");
+            write_str(fields.out, source);
+        }
+        fields.key("time");
+        write_str(fields.out, &self.time.to_string());
+        fields.key("type");
+        write_str(fields.out, self.event_type.as_str());
+        fields.end();
+        Ok(())
+    }
+}
+
+impl Canonical for Actor {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let mut fields = Fields::new(out);
+        for (name, value) in [
+            ("controller", &self.controller),
+            ("credential", &self.credential),
+            ("principal", &self.principal),
+        ] {
+            if let Some(v) = value {
+                fields.key(name);
+                write_str(fields.out, v);
+            }
+        }
+        fields.end();
+        Ok(())
+    }
+}
+
+impl Canonical for Value {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        match self {
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(true) => out.extend_from_slice(b"true"),
+            Value::Bool(false) => out.extend_from_slice(b"false"),
+            Value::Number(n) => write_number(out, n)?,
+            Value::String(s) => write_str(out, s),
+            Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_canonical(out)?;
+                }
+                out.push(b']');
+            }
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+                let mut fields = Fields::new(out);
+                for (k, v) in entries {
+                    fields.key(k);
+                    v.write_canonical(fields.out)?;
+                }
+                fields.end();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `{"k":v,...}` one key at a time.
+struct Fields<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Fields { out, first: true }
+    }
+
+    fn key(&mut self, name: &str) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        write_str(self.out, name);
+        self.out.push(b':');
+    }
+
+    fn end(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// JCS orders keys by UTF-16 code units; for ASCII that is byte order.
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.cmp(b)
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+/// serde_json escapes exactly what JSON.stringify escapes: `"`, `\`, and
+/// control characters (as \b \t \n \f \r or lowercase \u00xx).
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn write_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(n.to_string().as_bytes());
+}
+
+/// Integers within ±2^53 print as themselves; anything else is a double and
+/// takes ECMAScript's shortest round-trip form, done by the reference crate.
+fn write_number(out: &mut Vec<u8>, n: &Number) -> Result<(), serde_json::Error> {
+    if let Some(u) = n.as_u64().filter(|u| *u <= MAX_SAFE_INTEGER) {
+        write_u64(out, u);
+    } else if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER) {
+        out.extend_from_slice(i.to_string().as_bytes());
+    } else {
+        out.extend_from_slice(&serde_json_canonicalizer::to_vec(n)?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC*".prop_map(Value::String),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec((any::<String>(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn values_match_the_reference_canonicalizer(v in arb_value()) {
+            prop_assert_eq!(to_vec(&v).unwrap(), serde_json_canonicalizer::to_vec(&v).unwrap());
+        }
+
+        #[test]
+        fn entries_match_the_reference_canonicalizer(
+            data in arb_value(),
+            cluster in proptest::option::of("[a-z0-9-]{1,12}"),
+            source in proptest::option::of(any::<String>()),
+            principal in proptest::option::of(any::<String>()),
+            controller in proptest::option::of(any::<String>()),
+            id in "\\PC{1,20}",
+            index in any::<u64>(),
+            micros in 0i64..4_000_000_000_000_000,
+        ) {
+            let actor = (principal.is_some() || controller.is_some()).then_some(Actor {
+                principal,
+                controller,
+                credential: None,
+            });
+            let entry = Entry {
+                index: index % (1 << 53),
+                recorded_at: annal_schemas::Timestamp::from_unix_micros(micros).unwrap(),
+                event: Envelope {
+                    schema: annal_schemas::SCHEMA_V1.into(),
+                    id,
+                    event_type: annal_schemas::EventType::ControllerMetrics,
+                    time: annal_schemas::Timestamp::from_unix_micros(micros / 3).unwrap(),
+                    cluster,
+                    source,
+                    actor,
+                    data,
+                },
+            };
+            prop_assert_eq!(to_vec(&entry).unwrap(), serde_json_canonicalizer::to_vec(&entry).unwrap());
+        }
+    }
+
+    #[test]
+    fn known_vectors() {
+        let v: Value =
+            serde_json::from_str(r#"{"b":[1,2.5,1e21,-0.0],"a":"\u001f\"é","€":1,"😀":2,"ﬀ":3}"#)
+                .unwrap();
+        let got = String::from_utf8(to_vec(&v).unwrap()).unwrap();
+        // U+1F600 (surrogates D83D DE00) sorts before U+FB00 in UTF-16.
+        assert_eq!(
+            got,
+            "{\"a\":\"\\u001f\\\"é\",\"b\":[1,2.5,1e+21,0],\"€\":1,\"😀\":2,\"ﬀ\":3}"
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! Leaf files: the canonical leaf bytes, one per line, in append-only segments.
+//!
+//! A segment is `DATA/log/<first index>.jsonl`: each line is one leaf's JCS
+//! bytes (JCS never emits a raw newline), so an auditor can read the log with
+//! any JSON Lines tool. `DATA/log/offsets` holds a fixed 20-byte
+//! [`LeafPointer`] per leaf for random access.
+//!
+//! Commit order: leaf lines, pointers and tree hashes are written and
+//! `fdatasync`ed first, then the sled batch that records the new size is
+//! flushed. A crash in between leaves bytes past the committed size; they are
+//! cut off before the next write.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::StoreError;
+
+use crate::record_file::{self, RecordFile};
+
+/// Default segment size before a new file is started.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 256 << 20;
+
+/// Where one leaf's bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeafPointer {
+    /// First log index of the segment file (its name).
+    pub segment: u64,
+    /// Byte offset of the leaf in the file.
+    pub offset: u64,
+    /// Length of the leaf bytes (without the newline).
+    pub len: u32,
+}
+
+impl LeafPointer {
+    pub(crate) const ENCODED_LEN: usize = 20;
+
+    pub(crate) fn encode(&self) -> [u8; Self::ENCODED_LEN] {
+        let mut b = [0u8; Self::ENCODED_LEN];
+        b[..8].copy_from_slice(&self.segment.to_be_bytes());
+        b[8..16].copy_from_slice(&self.offset.to_be_bytes());
+        b[16..].copy_from_slice(&self.len.to_be_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Option<LeafPointer> {
+        Some(LeafPointer {
+            segment: u64::from_be_bytes(b.get(..8)?.try_into().ok()?),
+            offset: u64::from_be_bytes(b.get(8..16)?.try_into().ok()?),
+            len: u32::from_be_bytes(b.get(16..20)?.try_into().ok()?),
+        })
+    }
+
+    /// Offset just past this leaf's newline.
+    pub(crate) fn end(&self) -> u64 {
+        self.offset + u64::from(self.len) + 1
+    }
+}
+
+/// The directory of segment files.
+#[derive(Clone, Debug)]
+pub(crate) struct Segments {
+    dir: PathBuf,
+}
+
+impl Segments {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Segments { dir }
+    }
+
+    pub(crate) fn path(&self, segment: u64) -> PathBuf {
+        self.dir.join(format!("{segment:020}.jsonl"))
+    }
+
+    pub(crate) fn offsets_path(&self) -> PathBuf {
+        self.dir.join("offsets")
+    }
+
+    /// Where leaf `index` is, if the offsets file has it.
+    pub(crate) fn pointer(&self, index: u64) -> Result<Option<LeafPointer>, StoreError> {
+        Ok(
+            record_file::read_record(&self.offsets_path(), LeafPointer::ENCODED_LEN, index)?
+                .and_then(|b| LeafPointer::decode(&b)),
+        )
+    }
+
+    /// Number of pointers in the offsets file.
+    pub(crate) fn pointer_count(&self) -> Result<u64, StoreError> {
+        record_file::record_count(&self.offsets_path(), LeafPointer::ENCODED_LEN)
+    }
+
+    /// First indexes of the segment files present, ascending.
+    pub(crate) fn list(&self) -> Result<Vec<u64>, StoreError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if let Ok(id) = stem.parse::<u64>() {
+                ids.push(id);
+            }
+        }
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Reads one leaf.
+    pub(crate) fn read(&self, p: LeafPointer) -> Result<Vec<u8>, StoreError> {
+        let path = self.path(p.segment);
+        let mut file = File::open(&path).map_err(|e| StoreError::io(&path, e))?;
+        file.seek(SeekFrom::Start(p.offset))
+            .map_err(|e| StoreError::io(&path, e))?;
+        let mut buf = vec![0u8; p.len as usize];
+        file.read_exact(&mut buf)
+            .map_err(|e| StoreError::io(&path, e))?;
+        Ok(buf)
+    }
+
+    /// Streams leaves line by line from `start` (a pointer to the first one),
+    /// continuing into later segments.
+    pub(crate) fn stream(&self, start: Option<LeafPointer>) -> Result<LineStream, StoreError> {
+        let all = self.list()?;
+        let (segments, offset) = match start {
+            Some(p) => (
+                all.into_iter().filter(|s| *s >= p.segment).collect(),
+                p.offset,
+            ),
+            None => (all, 0),
+        };
+        Ok(LineStream {
+            segments: self.clone(),
+            pending: segments.into_iter().rev().collect(),
+            current: None,
+            first_offset: offset,
+        })
+    }
+
+    /// Cuts segment `segment` to `len` bytes and deletes later segments:
+    /// removes what an interrupted commit wrote past the committed log.
+    pub(crate) fn truncate_after(&self, segment: Option<u64>, len: u64) -> Result<(), StoreError> {
+        for s in self.list()? {
+            let path = self.path(s);
+            match segment {
+                Some(keep) if s == keep => {
+                    let file = OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .map_err(|e| StoreError::io(&path, e))?;
+                    let actual = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+                    if actual > len {
+                        file.set_len(len).map_err(|e| StoreError::io(&path, e))?;
+                        file.sync_all().map_err(|e| StoreError::io(&path, e))?;
+                    }
+                }
+                Some(keep) if s < keep => {}
+                _ => fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Length of a segment file, if it exists.
+    pub(crate) fn len_of(&self, segment: u64) -> Result<Option<u64>, StoreError> {
+        let path = self.path(segment);
+        match fs::metadata(&path) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+}
+
+/// One line read back from a segment.
+#[derive(Debug)]
+pub(crate) struct Line {
+    pub segment: u64,
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+    /// Whether the line ended with a newline (a torn last line does not).
+    pub terminated: bool,
+}
+
+/// Sequential reader over segment files.
+pub(crate) struct LineStream {
+    segments: Segments,
+    /// Segments still to open, last first.
+    pending: Vec<u64>,
+    current: Option<(u64, u64, BufReader<File>)>,
+    first_offset: u64,
+}
+
+impl Iterator for LineStream {
+    type Item = Result<Line, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.current.is_none() {
+                let segment = self.pending.pop()?;
+                let path = self.segments.path(segment);
+                let mut file = match File::open(&path) {
+                    Ok(f) => f,
+                    Err(e) => return Some(Err(StoreError::io(&path, e))),
+                };
+                let offset = std::mem::take(&mut self.first_offset);
+                if let Err(e) = file.seek(SeekFrom::Start(offset)) {
+                    return Some(Err(StoreError::io(&path, e)));
+                }
+                self.current = Some((segment, offset, BufReader::with_capacity(1 << 20, file)));
+            }
+            let (segment, offset, reader) = self.current.as_mut()?;
+            let mut bytes = Vec::new();
+            match reader.read_until(b'\n', &mut bytes) {
+                Ok(0) => {
+                    self.current = None;
+                }
+                Ok(n) => {
+                    let at = *offset;
+                    *offset += n as u64;
+                    let terminated = bytes.last() == Some(&b'\n');
+                    if terminated {
+                        bytes.pop();
+                    }
+                    return Some(Ok(Line {
+                        segment: *segment,
+                        offset: at,
+                        bytes,
+                        terminated,
+                    }));
+                }
+                Err(e) => return Some(Err(StoreError::io(self.segments.path(*segment), e))),
+            }
+        }
+    }
+}
+
+/// Appends leaves to the newest segment, starting a new one past the size limit.
+pub(crate) struct SegmentWriter {
+    segments: Segments,
+    offsets: RecordFile,
+    limit: u64,
+    /// Open segment: (first index, file, length).
+    open: Option<(u64, File, u64)>,
+    /// Files written since the last sync.
+    dirty: Vec<(u64, File)>,
+    dir_dirty: bool,
+}
+
+impl SegmentWriter {
+    /// A writer continuing a log of `size` committed leaves, the last at
+    /// `last`; cuts off anything an interrupted commit left behind.
+    pub(crate) fn resume(
+        segments: Segments,
+        limit: u64,
+        size: u64,
+        last: Option<LeafPointer>,
+    ) -> Result<Self, StoreError> {
+        fs::create_dir_all(&segments.dir).map_err(|e| StoreError::io(&segments.dir, e))?;
+        segments.truncate_after(last.map(|p| p.segment), last.map_or(0, |p| p.end()))?;
+        let mut offsets = RecordFile::open(segments.offsets_path(), LeafPointer::ENCODED_LEN)?;
+        offsets.truncate(size)?;
+        let open = match last {
+            Some(p) => {
+                let path = segments.path(p.segment);
+                let file = OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| StoreError::io(&path, e))?;
+                Some((p.segment, file, p.end()))
+            }
+            None => None,
+        };
+        Ok(SegmentWriter {
+            segments,
+            offsets,
+            limit,
+            open,
+            dirty: Vec::new(),
+            dir_dirty: false,
+        })
+    }
+
+    /// Writes `leaves` as log entries `first_index..`; returns their pointers.
+    pub(crate) fn append(
+        &mut self,
+        first_index: u64,
+        leaves: &[Vec<u8>],
+    ) -> Result<Vec<LeafPointer>, StoreError> {
+        let mut pointers = Vec::with_capacity(leaves.len());
+        let mut buf: Vec<u8> = Vec::new();
+        for (i, leaf) in leaves.iter().enumerate() {
+            let index = first_index + i as u64;
+            let rotate = match &self.open {
+                None => true,
+                Some((_, _, len)) => *len + buf.len() as u64 >= self.limit,
+            };
+            if rotate {
+                self.write_buffer(&mut buf)?;
+                self.start_segment(index)?;
+            }
+            let (segment, _, len) = self
+                .open
+                .as_ref()
+                .ok_or_else(|| StoreError::Corrupt("no open segment".into()))?;
+            let len_u32 = u32::try_from(leaf.len())
+                .map_err(|_| StoreError::Corrupt(format!("leaf {index} is larger than 4 GiB")))?;
+            pointers.push(LeafPointer {
+                segment: *segment,
+                offset: *len + buf.len() as u64,
+                len: len_u32,
+            });
+            buf.extend_from_slice(leaf);
+            buf.push(b'\n');
+        }
+        self.write_buffer(&mut buf)?;
+        let mut encoded = Vec::with_capacity(pointers.len() * LeafPointer::ENCODED_LEN);
+        for p in &pointers {
+            encoded.extend_from_slice(&p.encode());
+        }
+        self.offsets.append(&encoded)?;
+        Ok(pointers)
+    }
+
+    fn write_buffer(&mut self, buf: &mut Vec<u8>) -> Result<(), StoreError> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let Some((segment, file, len)) = self.open.as_mut() else {
+            return Err(StoreError::Corrupt("no open segment".into()));
+        };
+        file.write_all(buf)
+            .map_err(|e| StoreError::io(self.segments.path(*segment), e))?;
+        *len += buf.len() as u64;
+        let handle = file
+            .try_clone()
+            .map_err(|e| StoreError::io(self.segments.path(*segment), e))?;
+        if !self.dirty.iter().any(|(s, _)| s == segment) {
+            self.dirty.push((*segment, handle));
+        }
+        buf.clear();
+        Ok(())
+    }
+
+    fn start_segment(&mut self, index: u64) -> Result<(), StoreError> {
+        let path = self.segments.path(index);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        self.open = Some((index, file, 0));
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Makes everything written since the last call durable.
+    pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
+        for (segment, file) in self.dirty.drain(..) {
+            file.sync_data()
+                .map_err(|e| StoreError::io(self.segments.path(segment), e))?;
+        }
+        self.offsets.sync()?;
+        if std::mem::take(&mut self.dir_dirty) {
+            sync_dir(&self.segments.dir)?;
+        }
+        Ok(())
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io(dir, e))
+}
