@@ -195,7 +195,7 @@ fn envelopes(
     seed: u64,
 ) -> anyhow::Result<()> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let base = 1_793_520_000i64; // 2026-11-01T00:00:00Z
+    let base = 1_793_491_200i64; // 2026-11-01T00:00:00Z
     for i in 0..count {
         let cluster = rng.random_range(0..clusters);
         let app = rng.random_range(0..50u32);
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn dates_are_correct() {
-        assert_eq!(chrono_like(1_793_520_000), "2026-11-01T00:00:00Z");
+        assert_eq!(chrono_like(1_793_491_200), "2026-11-01T00:00:00Z");
         assert_eq!(chrono_like(0), "1970-01-01T00:00:00Z");
     }
 

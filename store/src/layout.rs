@@ -3,7 +3,7 @@
 //! ```text
 //! DATA/log/<first index>.jsonl leaf files: one JCS canonical entry per line
 //! DATA/log/offsets            20 bytes per leaf: segment u64, offset u64, length u32
-//! DATA/log/tree/<level>       32-byte Merkle node hashes, node (l, i) at 32·i of file l
+//! DATA/log/tree               32-byte Merkle node hashes in in-order position (see tree.rs)
 //! DATA/ledger/                sled database
 //!   tree "log"                committed in one atomic batch per commit:
 //!     'I' ‖ id                envelope id → u64be index (idempotency)

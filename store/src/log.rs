@@ -324,16 +324,8 @@ impl Store {
             return Err(StoreError::Corrupt("no file writers".into()));
         };
         leaf_writer.append(first, leaves)?;
-        let mut failed = None;
         for bytes in leaves {
-            frontier.push(merkle::leaf_hash(bytes), |id, h| {
-                if failed.is_none() {
-                    failed = tree_writer.push(id, h).err();
-                }
-            });
-        }
-        if let Some(e) = failed {
-            return Err(e);
+            frontier.push(merkle::leaf_hash(bytes), |id, h| tree_writer.push(id, h));
         }
         leaf_writer.sync()?;
         tree_writer.sync()?;
@@ -527,10 +519,10 @@ impl Store {
                 "the log records {size} entries but the offsets file holds {pointers}: entry {pointers} is missing"
             ));
         }
-        let leaves = self.tree.count(0).map_err(|e| e.to_string())?;
+        let leaves = self.tree.leaf_capacity().map_err(|e| e.to_string())?;
         if leaves < size {
             return Err(format!(
-                "the log records {size} entries but only {leaves} leaf hashes"
+                "the log records {size} entries but the tree file holds {leaves}"
             ));
         }
         let frontier = Frontier::load(size, &mut |id| self.tree.read(id))

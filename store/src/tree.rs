@@ -1,117 +1,184 @@
-//! Merkle tree node files: one flat file of 32-byte hashes per level.
+//! Merkle tree node storage: one flat file, nodes in in-order position.
 //!
-//! Level `l` holds the complete nodes `(l, 0), (l, 1), ...` in order, so node
-//! `(l, i)` is at byte `32·i` of `DATA/log/tree/<l>`. Complete nodes never
-//! change, which keeps every file append-only and any past root readable.
+//! Node `(l, i)` (the complete subtree of `2^l` leaves starting at leaf
+//! `i·2^l`) lives at position `i·2^(l+1) + 2^l − 1`: leaves at even positions,
+//! each parent between its children. Appending leaf `n` writes position `2n`
+//! and the nodes it completes, all at or below `2n`, so one file and one
+//! `fdatasync` per commit hold the whole tree (one file per level cost a sync
+//! per level). Complete nodes never change: any past root can be read back.
 
-use std::fs;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::merkle::{Hash, NodeId};
-use crate::record_file::{self, RecordFile};
 use crate::StoreError;
 
-/// The node files of one log.
+const WIDTH: u64 = 32;
+
+/// Byte offset of a node in the tree file.
+fn offset(id: NodeId) -> u64 {
+    let position = (id.index << (id.level + 1)) + (1u64 << id.level) - 1;
+    position * WIDTH
+}
+
+/// Length of the tree file for a tree of `size` leaves.
+fn len_for(size: u64) -> u64 {
+    match size {
+        0 => 0,
+        n => (2 * n - 1) * WIDTH,
+    }
+}
+
+/// The node file of one log.
 #[derive(Clone, Debug)]
 pub(crate) struct TreeFiles {
-    dir: PathBuf,
+    path: PathBuf,
 }
 
 impl TreeFiles {
-    pub(crate) fn new(dir: PathBuf) -> Self {
-        TreeFiles { dir }
+    pub(crate) fn new(path: PathBuf) -> Self {
+        TreeFiles { path }
     }
 
-    pub(crate) fn level_path(&self, level: u8) -> PathBuf {
-        self.path(level)
-    }
-
-    fn path(&self, level: u8) -> PathBuf {
-        self.dir.join(format!("{level:02}"))
-    }
-
-    /// A stored node.
+    /// A stored node (the caller asks only for nodes complete at the
+    /// committed size).
     pub(crate) fn read(&self, id: NodeId) -> Result<Hash, StoreError> {
-        record_file::read_record(&self.path(id.level), 32, id.index)?
-            .and_then(|b| <Hash>::try_from(b.as_slice()).ok())
-            .ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "missing tree node level {} index {}",
-                    id.level, id.index
-                ))
-            })
+        let file = File::open(&self.path).map_err(|e| StoreError::io(&self.path, e))?;
+        TreeReader {
+            file,
+            path: &self.path,
+        }
+        .read(id)
     }
 
-    /// Number of nodes stored at `level`.
-    pub(crate) fn count(&self, level: u8) -> Result<u64, StoreError> {
-        record_file::record_count(&self.path(level), 32)
+    /// An open handle for many reads.
+    pub(crate) fn reader(&self) -> Result<TreeReader<'_>, StoreError> {
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Corrupt("the tree file is missing".into()))
+            }
+            Err(e) => return Err(StoreError::io(&self.path, e)),
+        };
+        Ok(TreeReader {
+            file,
+            path: &self.path,
+        })
+    }
+
+    /// Number of leaves whose hashes the file can hold.
+    pub(crate) fn leaf_capacity(&self) -> Result<u64, StoreError> {
+        let len = match std::fs::metadata(&self.path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(StoreError::io(&self.path, e)),
+        };
+        Ok((len / WIDTH).div_ceil(2))
     }
 }
 
-/// Appends completed nodes, level by level.
+/// Reads nodes through one open file.
+pub(crate) struct TreeReader<'a> {
+    file: File,
+    path: &'a PathBuf,
+}
+
+impl TreeReader<'_> {
+    pub(crate) fn read(&self, id: NodeId) -> Result<Hash, StoreError> {
+        let mut hash = [0u8; 32];
+        match self.file.read_exact_at(&mut hash, offset(id)) {
+            Ok(()) => Ok(hash),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(StoreError::Corrupt(
+                format!("missing tree node level {} index {}", id.level, id.index),
+            )),
+            Err(e) => Err(StoreError::io(self.path, e)),
+        }
+    }
+}
+
+/// Buffers completed nodes and writes them at commit.
 pub(crate) struct TreeWriter {
-    files: TreeFiles,
-    levels: Vec<RecordFile>,
-    pending: Vec<Vec<u8>>,
-    /// Nodes per level already in the files (or pending).
-    next: Vec<u64>,
+    path: PathBuf,
+    file: File,
+    pending: Vec<(u64, Hash)>,
 }
 
 impl TreeWriter {
     /// A writer continuing a tree of `size` leaves; cuts off nodes an
-    /// interrupted commit left past it.
+    /// interrupted commit wrote past it.
     pub(crate) fn resume(files: TreeFiles, size: u64) -> Result<Self, StoreError> {
-        fs::create_dir_all(&files.dir).map_err(|e| StoreError::io(&files.dir, e))?;
-        let mut w = TreeWriter {
-            files,
-            levels: Vec::new(),
+        let path = files.path;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        if len > len_for(size) {
+            file.set_len(len_for(size))
+                .map_err(|e| StoreError::io(&path, e))?;
+        }
+        Ok(TreeWriter {
+            path,
+            file,
             pending: Vec::new(),
-            next: Vec::new(),
-        };
-        for level in 0..64u8 {
-            let keep = size >> level;
-            let path = w.files.path(level);
-            if keep == 0 && !path.exists() {
-                break;
-            }
-            let mut file = RecordFile::open(path, 32)?;
-            file.truncate(keep)?;
-            w.levels.push(file);
-            w.pending.push(Vec::new());
-            w.next.push(keep);
-        }
-        Ok(w)
+        })
     }
 
-    /// Buffers a completed node. Nodes of one level arrive in index order.
-    pub(crate) fn push(&mut self, id: NodeId, hash: &Hash) -> Result<(), StoreError> {
-        let level = id.level as usize;
-        while self.levels.len() <= level {
-            let l = self.levels.len() as u8;
-            self.levels.push(RecordFile::open(self.files.path(l), 32)?);
-            self.pending.push(Vec::new());
-            self.next.push(0);
-        }
-        if self.next[level] != id.index {
-            return Err(StoreError::Corrupt(format!(
-                "tree level {level}: expected node {}, got {}",
-                self.next[level], id.index
-            )));
-        }
-        self.next[level] += 1;
-        self.pending[level].extend_from_slice(hash);
-        Ok(())
+    /// Buffers a completed node.
+    pub(crate) fn push(&mut self, id: NodeId, hash: &Hash) {
+        self.pending.push((offset(id), *hash));
     }
 
-    /// Writes the buffered nodes and fdatasyncs them.
+    /// Writes the buffered nodes (coalescing runs) and fdatasyncs once.
     pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
-        for (file, pending) in self.levels.iter_mut().zip(&mut self.pending) {
-            if !pending.is_empty() {
-                file.append(pending)?;
-                pending.clear();
-            }
-            file.sync()?;
+        if self.pending.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.pending.sort_unstable_by_key(|(at, _)| *at);
+        let mut run_start = self.pending[0].0;
+        let mut run: Vec<u8> = Vec::with_capacity(self.pending.len() * 32);
+        for (at, hash) in self.pending.drain(..) {
+            if at != run_start + run.len() as u64 {
+                self.file
+                    .write_all_at(&run, run_start)
+                    .map_err(|e| StoreError::io(&self.path, e))?;
+                run.clear();
+                run_start = at;
+            }
+            run.extend_from_slice(&hash);
+        }
+        self.file
+            .write_all_at(&run, run_start)
+            .map_err(|e| StoreError::io(&self.path, e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_in_order_and_a_commit_writes_at_or_below_2n() {
+        let at = |level, index| offset(NodeId { level, index }) / WIDTH;
+        assert_eq!(
+            [at(0, 0), at(1, 0), at(0, 1), at(2, 0), at(0, 2)],
+            [0, 1, 2, 3, 4]
+        );
+        assert_eq!(at(1, 1), 5);
+        // Every node completed by leaf n sits at or below position 2n.
+        for n in 0u64..300 {
+            for level in 0..10u8 {
+                if (n + 1) % (1 << level) == 0 {
+                    assert!(at(level, n >> level) <= 2 * n);
+                }
+            }
+        }
     }
 }

@@ -98,8 +98,11 @@ impl Store {
         let mut lines = self.segments().stream(None)?;
         let mut pointers =
             SequentialRecords::open(self.segments().offsets_path(), LeafPointer::ENCODED_LEN)?;
-        let tree = self.tree_files();
-        let mut levels: Vec<SequentialRecords> = Vec::new();
+        let tree = if expected > 0 {
+            Some(self.tree_files().reader()?)
+        } else {
+            None
+        };
         while frontier.size() < expected {
             let index = frontier.size();
             let line = match lines.next() {
@@ -151,14 +154,12 @@ impl Store {
             frontier.push(hash, |id, hash| completed.push((id, *hash)));
             let mut node_problem = None;
             for (id, hash) in completed {
-                while levels.len() <= id.level as usize {
-                    levels.push(SequentialRecords::open(
-                        tree.level_path(levels.len() as u8),
-                        32,
-                    )?);
-                }
-                let stored = levels[id.level as usize].next_record()?;
-                if let Err(reason) = check_node(id, &hash, stored.as_deref()) {
+                let stored = match tree.as_ref().map(|t| t.read(id)).transpose() {
+                    Ok(s) => s,
+                    Err(StoreError::Corrupt(_)) => None,
+                    Err(e) => return Err(e),
+                };
+                if let Err(reason) = check_node(id, &hash, stored.as_ref().map(|h| &h[..])) {
                     node_problem = Some(reason);
                     break;
                 }

@@ -1,0 +1,180 @@
+//! Ingest, idempotency, quarantine and exit codes.
+
+use crate::util::*;
+
+#[test]
+fn ingesting_the_same_file_twice_appends_nothing_the_second_time() {
+    let l = Ledger::new();
+    let f = l.file("events.jsonl", &envelopes("idem", 500));
+    let (code, first) = l.json(&["ingest", path_str(&f)]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        first,
+        serde_json::json!({"appended": 500, "duplicates": 0, "rejected": 0})
+    );
+    let (code, second) = l.json(&["ingest", path_str(&f)]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        second,
+        serde_json::json!({"appended": 0, "duplicates": 500, "rejected": 0})
+    );
+    assert_eq!(l.size(), 500);
+}
+
+#[test]
+fn json_arrays_and_stdin_are_accepted() {
+    let l = Ledger::new();
+    let array = format!(
+        "[\n{},\n{}\n]\n",
+        envelope("arr-1", "c", 1),
+        envelope("arr-2", "c", 2)
+    );
+    let f = l.file("events.json", &array);
+    let (code, doc) = l.json(&["ingest", path_str(&f)]);
+    assert_eq!((code, doc["appended"].as_u64()), (Some(0), Some(2)));
+
+    use std::io::Write;
+    let mut child = l
+        .command(&["ingest", "-", "-o", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(envelopes("stdin", 3).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["appended"], 3);
+    assert_eq!(l.size(), 5);
+}
+
+#[test]
+fn bad_records_are_rejected_with_file_line_and_field_and_the_rest_is_stored() {
+    let l = Ledger::new();
+    let mut text = envelopes("ok", 3);
+    // Line 4: an unknown status; line 5: not JSON; line 6: a misspelt top-level field.
+    text.push_str(&envelope("bad-status", "c", 0).replace("\"version\":\"0\"", "\"version\":7"));
+    text.push('\n');
+    text.push_str("{not json\n");
+    text.push_str(&envelope("typo", "c", 0).replace("\"cluster\"", "\"clutser\""));
+    text.push('\n');
+    text.push_str(&envelope("ok-after", "c", 9));
+    text.push('\n');
+    let f = l.file("mixed.jsonl", &text);
+    let out = l.run(&["ingest", path_str(&f), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(2), "rejections exit 2");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc,
+        serde_json::json!({"appended": 4, "duplicates": 0, "rejected": 3})
+    );
+    let err = stderr(&out);
+    let name = path_str(&f);
+    assert!(
+        err.contains(&format!("{name}:4: field `data.version`")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{name}:5: invalid JSON")), "{err}");
+    assert!(err.contains(&format!("{name}:6: field `clutser`")), "{err}");
+
+    let (code, list) = l.json(&["quarantine", "list"]);
+    assert_eq!(code, Some(0));
+    let rows = list.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let mut lines: Vec<u64> = rows.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    lines.sort_unstable();
+    assert_eq!(lines, [4, 5, 6]);
+
+    // Fix one record from quarantine and re-ingest it.
+    let typo = rows.iter().find(|r| r["line"] == 6).unwrap();
+    let id = typo["id"].as_str().unwrap();
+    let (_, shown) = l.json(&["quarantine", "show", id]);
+    let fixed = shown["raw"].as_str().unwrap().replace("clutser", "cluster");
+    let fixed_file = l.file("fixed.jsonl", &fixed);
+    let (code, doc) = l.json(&["ingest", path_str(&fixed_file)]);
+    assert_eq!((code, doc["appended"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(l.run(&["quarantine", "drop", id]).status.code(), Some(0));
+    let (_, list) = l.json(&["quarantine", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    // What is still broken stays broken on retry, and says why.
+    let (code, retry) = l.json(&["quarantine", "retry"]);
+    assert_eq!(code, Some(2));
+    assert!(retry
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["result"] == "rejected"));
+    assert_eq!(l.size(), 5);
+    assert_eq!(l.run(&["verify"]).status.code(), Some(0));
+}
+
+#[test]
+fn usage_errors_exit_2_and_say_what_to_do() {
+    let l = Ledger::empty();
+    let out = l.run(&["status"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("annal init"), "{}", stderr(&out));
+    let l = Ledger::new();
+    let out = l.run(&["ingest", "/nonexistent/file.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("/nonexistent/file.jsonl"));
+    assert_eq!(l.run(&["ingest"]).status.code(), Some(2));
+    assert_eq!(
+        l.run(&["log", "--since", "yesterday"]).status.code(),
+        Some(2)
+    );
+    let out = l.run(&["init"]);
+    assert_eq!(out.status.code(), Some(2), "init twice");
+}
+
+#[test]
+fn version_help_and_demo_work_for_a_newcomer() {
+    let l = Ledger::empty();
+    let out = l.run(&["--version"]);
+    assert!(stdout(&out).starts_with("annal "), "{}", stdout(&out));
+    let out = l.run(&["--help"]);
+    let help = stdout(&out);
+    for word in [
+        "ingest",
+        "verify",
+        "quarantine",
+        "--data",
+        "ANNAL_DATA",
+        "Exit codes",
+    ] {
+        assert!(help.contains(word), "help lacks {word}");
+    }
+    let out = l.run(&["demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("guestbook-ui"));
+    let (_, objects) = l.json(&["objects", "--at", "2026-11-01T09:30:00Z"]);
+    let names: Vec<&str> = objects
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["legacy-config", "guestbook"],
+        "deleted later, so alive at 09:30"
+    );
+    let (_, again) = l.json(&["demo"]);
+    assert!(
+        again.as_array().is_some(),
+        "demo -o json prints one document"
+    );
+    let (_, csv) = (
+        0,
+        stdout(&l.run(&["log", "--cluster", "staging-us1", "-o", "csv"])),
+    );
+    assert!(
+        csv.starts_with("index,time,type,cluster,id,recorded_at\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 6);
+}

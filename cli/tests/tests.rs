@@ -1,0 +1,7 @@
+//! End-to-end tests of the `annal` binary: real processes, real files.
+
+mod util;
+
+mod crash;
+mod ingest;
+mod tamper;

@@ -1,0 +1,110 @@
+//! Helpers: a temporary ledger and a way to run `annal` against it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temporary data directory with an initialised ledger.
+pub struct Ledger {
+    pub dir: tempfile::TempDir,
+}
+
+impl Ledger {
+    pub fn new() -> Ledger {
+        let ledger = Ledger::empty();
+        let out = ledger.run(&["init", "--origin", "annal.test/cli"]);
+        assert_eq!(out.status.code(), Some(0), "init: {}", stderr(&out));
+        ledger
+    }
+
+    /// A directory with no ledger in it.
+    pub fn empty() -> Ledger {
+        Ledger {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_annal"));
+        cmd.arg("--data").arg(self.data()).args(args);
+        cmd.env_remove("ANNAL_DATA");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs with `-o json` and parses stdout.
+    pub fn json(&self, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        let out = self.run(&all);
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout of {args:?} is not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        (out.status.code(), doc)
+    }
+
+    /// Writes `text` to a file in the temp dir and returns its path.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The first leaf segment file.
+    pub fn segment(&self) -> PathBuf {
+        self.data().join("log").join(format!("{:020}.jsonl", 0))
+    }
+
+    pub fn size(&self) -> u64 {
+        let (_, doc) = self.json(&["status"]);
+        doc["size"].as_u64().unwrap()
+    }
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One valid envelope line.
+pub fn envelope(id: &str, cluster: &str, n: u64) -> String {
+    serde_json::json!({
+        "schema": "annal.event/v1",
+        "id": id,
+        "type": "cluster.heartbeat",
+        "time": "2026-11-01T10:00:00Z",
+        "cluster": cluster,
+        "data": {"agent": "annal-test", "version": n.to_string()},
+    })
+    .to_string()
+}
+
+/// `n` valid envelope lines with ids `prefix-0..`.
+pub fn envelopes(prefix: &str, n: u64) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&envelope(
+            &format!("{prefix}-{i}"),
+            &format!("c{}", i % 7),
+            i,
+        ));
+        text.push('\n');
+    }
+    text
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
