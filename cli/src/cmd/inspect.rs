@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::verify::hex;
 use crate::args::{LogArgs, ObjectsArgs};
 use crate::exit::Exit;
-use crate::output::{Printer, Table};
+use crate::output::{OutputFormat, Printer, Table};
 
 pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
     let s = store.status();
@@ -40,10 +40,21 @@ pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
     })
 }
 
-pub fn checkpoint(store: &Store) -> anyhow::Result<Exit> {
+pub fn checkpoint(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
     match store.status().checkpoint {
-        Some(note) => {
+        Some(note) if printer.format == OutputFormat::Table => {
             print!("{note}");
+            Ok(Exit::Ok)
+        }
+        Some(note) => {
+            let mut lines = note.lines();
+            let origin = lines.next().unwrap_or_default();
+            let size: Option<u64> = lines.next().and_then(|l| l.parse().ok());
+            let root = lines.next().unwrap_or_default();
+            printer.record(
+                &json!({"origin": origin, "size": size, "root": root, "note": note}),
+                &note,
+            )?;
             Ok(Exit::Ok)
         }
         None => {

@@ -23,7 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Ingest(args) => ingest::run(&open(data)?, args, &printer),
         Command::Verify(args) => verify::run(&open(data)?, args, &printer),
         Command::Status => inspect::status(&open(data)?, &printer),
-        Command::Checkpoint => inspect::checkpoint(&open(data)?),
+        Command::Checkpoint => inspect::checkpoint(&open(data)?, &printer),
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
         Command::Objects(args) => inspect::objects(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open(data)?, &printer),
