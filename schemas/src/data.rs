@@ -487,9 +487,18 @@ pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, 
             .map(drop)
             .map_err(|e| (e.path().to_string(), e.inner().to_string()))
     }
+    /// Kubernetes objects are the large, hot case: check them through a
+    /// borrowed view first (no copies of the object), and use the owned type
+    /// only to explain a failure.
+    fn check_object<'a, T: Deserialize<'a>>(data: &'a Value) -> Result<(), (String, String)> {
+        if shape::Object::deserialize(data).is_ok() {
+            return Ok(());
+        }
+        check::<T>(data)
+    }
     match kind {
-        EventType::ObjectObserved => check::<KubeObject>(data),
-        EventType::ObjectDeleted => check::<ObjectDeleted>(data),
+        EventType::ObjectObserved => check_object::<KubeObject>(data),
+        EventType::ObjectDeleted => check_object::<ObjectDeleted>(data),
         EventType::AppDeclared => check::<AppDeclared>(data),
         EventType::AppSync => check::<AppSync>(data),
         EventType::AppHealth => check::<AppHealth>(data),
@@ -504,5 +513,146 @@ pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, 
         EventType::ControlplaneFenced => check::<ControlplaneFenced>(data),
         EventType::ControlplaneBackup => check::<ControlplaneBackup>(data),
         EventType::ControllerMetrics => check::<ControllerMetrics>(data),
+    }
+}
+
+/// Borrowed views of the Kubernetes object types, for validation only.
+///
+/// They mirror the owned types field for field (same names, defaults and
+/// container types) but borrow every string and skip unnamed fields, so a
+/// valid object is checked without copying it. A test keeps the two in
+/// agreement. The fields exist to be type-checked by serde, never read.
+#[allow(dead_code)]
+mod shape {
+    use std::collections::BTreeMap;
+
+    use serde::de::IgnoredAny;
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Object<'a> {
+        #[serde(borrow)]
+        pub api_version: &'a str,
+        #[serde(borrow)]
+        pub kind: &'a str,
+        #[serde(borrow)]
+        pub metadata: Meta<'a>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Meta<'a> {
+        #[serde(borrow)]
+        pub name: &'a str,
+        #[serde(default, borrow)]
+        pub namespace: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub uid: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub resource_version: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub labels: BTreeMap<&'a str, &'a str>,
+        #[serde(default, borrow)]
+        pub annotations: BTreeMap<&'a str, &'a str>,
+        #[serde(default, borrow)]
+        pub owner_references: Vec<OwnerReference<'a>>,
+        #[serde(default, borrow)]
+        pub finalizers: Vec<&'a str>,
+        #[serde(default, borrow)]
+        pub managed_fields: Vec<ManagedFields<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct OwnerReference<'a> {
+        #[serde(borrow)]
+        pub api_version: &'a str,
+        #[serde(borrow)]
+        pub kind: &'a str,
+        #[serde(borrow)]
+        pub name: &'a str,
+        #[serde(default, borrow)]
+        pub uid: Option<&'a str>,
+        #[serde(default)]
+        pub controller: Option<bool>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct ManagedFields<'a> {
+        #[serde(default, borrow)]
+        pub manager: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub operation: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub api_version: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub time: Option<&'a str>,
+        #[serde(default, borrow)]
+        pub fields_type: Option<&'a str>,
+        #[serde(default, rename = "fieldsV1")]
+        pub fields_v1: Option<IgnoredAny>,
+        #[serde(default, borrow)]
+        pub subresource: Option<&'a str>,
+    }
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The borrowed view accepts exactly what the owned types accept.
+    #[test]
+    fn borrowed_view_agrees_with_the_owned_types() {
+        let valid = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": "web", "namespace": null, "labels": {"a": "b"}, "generation": 4,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "controller": true, "blockOwnerDeletion": true}],
+            "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}, "subresource": "status"}],
+            "finalizers": ["f"]}, "spec": {"replicas": 2}});
+        let mut cases = vec![valid.clone()];
+        let edits: Vec<(&str, serde_json::Value)> = vec![
+            ("/metadata/name", json!(7)),
+            ("/metadata/labels", json!(null)),
+            ("/metadata/labels", json!({"a": 1})),
+            ("/metadata/annotations", json!(["x"])),
+            (
+                "/metadata/ownerReferences",
+                json!([{"kind": "X", "name": "o"}]),
+            ),
+            (
+                "/metadata/ownerReferences",
+                json!([{"apiVersion": "v1", "kind": "X", "name": "o", "controller": "yes"}]),
+            ),
+            ("/metadata/managedFields", json!([{"manager": 3}])),
+            ("/metadata/managedFields", json!({"manager": "m"})),
+            ("/metadata/finalizers", json!([1])),
+            ("/metadata/resourceVersion", json!(12)),
+            ("/apiVersion", json!(null)),
+            ("/kind", json!(["Deployment"])),
+            ("/metadata", json!("web")),
+        ];
+        for (path, value) in edits {
+            let mut v = valid.clone();
+            let (parent, key) = path.rsplit_once('/').unwrap();
+            let parent = if parent.is_empty() {
+                &mut v
+            } else {
+                v.pointer_mut(parent).unwrap()
+            };
+            parent[key] = value;
+            cases.push(v);
+        }
+        let mut missing = valid.clone();
+        missing["metadata"].as_object_mut().unwrap().remove("name");
+        cases.push(missing);
+        for case in cases {
+            let owned = KubeObject::deserialize(&case).is_ok();
+            let borrowed = shape::Object::deserialize(&case).is_ok();
+            assert_eq!(owned, borrowed, "disagree on {case}");
+            assert_eq!(check_shape(EventType::ObjectObserved, &case).is_ok(), owned);
+        }
     }
 }
