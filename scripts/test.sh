@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # annal's whole test suite, from a fresh machine: formatting, lints, every
 # Rust test (unit, property, end-to-end with real processes and files), and
-# an independent Python recomputation of a ledger's Merkle root.
+# two independent checks in Python: a ledger's Merkle root recomputed from its
+# leaf files, and the JSON Schema against the examples.
 #
 # Usage: bash scripts/test.sh
 set -euo pipefail
@@ -35,7 +36,11 @@ if ! diff -u "$work/signed-root" "$work/python-root"; then
 fi
 echo "independent root check: the Python recomputation matches the signed checkpoint"
 
+step "JSON Schema check (Python jsonschema from PyPI)"
+python3 -c 'import jsonschema' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check jsonschema
+python3 scripts/check_schema.py
+
 # One closing line over everything that ran (cargo prints one per test binary).
-passed=$(grep -Eo '[0-9]+ passed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+1}')
+passed=$(grep -Eo '[0-9]+ passed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+2}')
 failed=$(grep -Eo '[0-9]+ failed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+0}')
 echo "summary: $passed passed, $failed failed"
