@@ -29,6 +29,7 @@ pub mod checkpoint;
 mod derived;
 mod entry;
 mod error;
+mod keys;
 mod layout;
 mod leaves;
 mod log;

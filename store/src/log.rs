@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -11,6 +10,7 @@ use annal_schemas::{Envelope, Timestamp};
 use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{Checkpoint, NoteSigner, NoteVerifier};
 use crate::derived::{Derived, ScanKey};
+use crate::keys;
 use crate::layout::{self, DataDir};
 use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES};
 use crate::merkle::{self, Frontier, Hash, NodeId};
@@ -100,22 +100,12 @@ impl Store {
                 path: dir.root().to_path_buf(),
             });
         }
-        let signer = NoteSigner::generate(origin).map_err(|e| StoreError::Key {
-            path: dir.signing_key(),
-            reason: e.to_string(),
-        })?;
-        let keys = dir.keys();
-        fs::create_dir_all(&keys).map_err(|e| StoreError::io(&keys, e))?;
-        restrict_dir(&keys)?;
-        write_private(&dir.signing_key(), signer.to_text().as_bytes())?;
-        let vkey = signer.verifier().to_text();
-        fs::write(dir.verifier_key(), format!("{vkey}\n"))
-            .map_err(|e| StoreError::io(dir.verifier_key(), e))?;
+        let signer = keys::create(&dir, origin)?;
         let store = Store::open_dir(dir)?;
         store.db.flush()?;
         Ok(InitReport {
             origin: signer.name().to_string(),
-            verifier_key: vkey,
+            verifier_key: signer.verifier().to_text(),
         })
     }
 
@@ -144,10 +134,10 @@ impl Store {
         let log = db.open_tree(layout::LOG_TREE)?;
         let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
         let derived = Derived::open(&db)?;
-        let signer = read_signer(&dir)?;
+        let signer = keys::read_signer(&dir)?;
         let verifier = match &signer {
             Some(s) => Some(s.verifier()),
-            None => read_verifier(&dir)?,
+            None => keys::read_verifier(&dir)?,
         };
         let store = Store {
             writer: Mutex::new(Writer {
@@ -670,57 +660,4 @@ fn publish_checkpoint(dir: &DataDir, note: &str) {
     if fs::write(&tmp, note).is_ok() {
         let _ = fs::rename(&tmp, dir.checkpoint());
     }
-}
-
-fn read_signer(dir: &DataDir) -> Result<Option<NoteSigner>, StoreError> {
-    let path = dir.signing_key();
-    match fs::read_to_string(&path) {
-        Ok(text) => NoteSigner::from_text(&text)
-            .map(Some)
-            .map_err(|e| StoreError::Key {
-                path,
-                reason: e.to_string(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::io(path, e)),
-    }
-}
-
-fn read_verifier(dir: &DataDir) -> Result<Option<NoteVerifier>, StoreError> {
-    let path = dir.verifier_key();
-    match fs::read_to_string(&path) {
-        Ok(text) => NoteVerifier::from_text(&text)
-            .map(Some)
-            .map_err(|e| StoreError::Key {
-                path,
-                reason: e.to_string(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::io(path, e)),
-    }
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(|e| StoreError::io(path, e))?;
-    file.write_all(bytes)
-        .and_then(|_| file.write_all(b"\n"))
-        .and_then(|_| file.sync_all())
-        .map_err(|e| StoreError::io(path, e))
-}
-
-fn restrict_dir(path: &Path) -> Result<(), StoreError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(path, fs::Permissions::from_mode(0o700))
-            .map_err(|e| StoreError::io(path, e))?;
-    }
-    Ok(())
 }
