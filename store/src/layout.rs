@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 pub(crate) const LOG_TREE: &str = "log";
 pub(crate) const QUARANTINE_TREE: &str = "quarantine";
 
+pub(crate) const ID_PREFIX: &[u8] = b"I";
 pub(crate) const META_SIZE: &[u8] = b"Msize";
 pub(crate) const META_RECORDED_AT: &[u8] = b"Mrecorded_at";
 pub(crate) const META_CHECKPOINT: &[u8] = b"Mcheckpoint";
@@ -77,7 +78,7 @@ impl DataDir {
 /// sled rewards: hashing them made the index a third slower.
 pub(crate) fn id_key(id: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(id.len() + 1);
-    k.push(b'I');
+    k.extend_from_slice(ID_PREFIX);
     k.extend_from_slice(id.as_bytes());
     k
 }

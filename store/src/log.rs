@@ -437,14 +437,44 @@ impl Store {
         }
     }
 
-    /// Drops every derived index and rebuilds it by replaying the log.
+    /// Rebuilds the id index and every derived index by replaying the log.
     /// Returns the number of entries replayed and the trees rebuilt.
     pub fn reindex(&self) -> Result<(u64, Vec<&'static str>), StoreError> {
-        let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _derived = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _writer = self.lock();
+        self.rebuild_id_index()?;
         self.derived.clear()?;
         let replayed = self.replay_derived(0)?;
         self.db.flush()?;
-        Ok((replayed, self.derived.names()))
+        let mut trees = vec!["id index"];
+        trees.extend(self.derived.names());
+        Ok((replayed, trees))
+    }
+
+    /// Replaces the id index with one built from the leaves.
+    fn rebuild_id_index(&self) -> Result<(), StoreError> {
+        const CHUNK: usize = 8192;
+        let mut batch = sled::Batch::default();
+        let mut pending = 0;
+        for kv in self.log.scan_prefix(layout::ID_PREFIX) {
+            batch.remove(kv?.0);
+            pending += 1;
+            if pending == CHUNK {
+                self.log.apply_batch(std::mem::take(&mut batch))?;
+                pending = 0;
+            }
+        }
+        for entry in self.entries(0, self.lock_free_size()) {
+            let entry = entry?;
+            batch.insert(layout::id_key(&entry.event.id), &entry.index.to_be_bytes());
+            pending += 1;
+            if pending == CHUNK {
+                self.log.apply_batch(std::mem::take(&mut batch))?;
+                pending = 0;
+            }
+        }
+        self.log.apply_batch(batch)?;
+        Ok(())
     }
 
     /// Flushes everything (quarantine writes included) to disk.

@@ -252,3 +252,86 @@ proptest! {
         prop_assert!(s.verify(None).unwrap().is_intact());
     }
 }
+
+/// Golden vectors: the bundled examples as leaves with a fixed system time,
+/// and the root of every prefix. They pin the leaf format and the hashing:
+/// any change that alters either breaks every auditor's copy, so it must
+/// fail here first. `ANNAL_BLESS=1 cargo test -p annal-store golden`
+/// rewrites them (only for a deliberate format change).
+#[test]
+fn golden_leaves_and_roots() {
+    use crate::canonical;
+    use crate::merkle::{self, Frontier};
+    use base64::Engine;
+
+    let examples = include_str!("../../examples/quickstart.jsonl");
+    let recorded_at: annal_schemas::Timestamp = "2026-11-01T12:00:00Z".parse().unwrap();
+    let mut leaves = String::new();
+    let mut roots = format!(
+        "0 {}\n",
+        base64::engine::general_purpose::STANDARD.encode(merkle::empty_root())
+    );
+    let mut frontier = Frontier::new();
+    for (index, line) in examples.lines().enumerate() {
+        let entry = crate::Entry {
+            index: index as u64,
+            recorded_at,
+            event: Envelope::parse(line.as_bytes()).unwrap(),
+        };
+        let bytes = canonical::to_vec(&entry).unwrap();
+        frontier.push(merkle::leaf_hash(&bytes), |_, _| {});
+        leaves.push_str(std::str::from_utf8(&bytes).unwrap());
+        leaves.push('\n');
+        roots.push_str(&format!(
+            "{} {}\n",
+            frontier.size(),
+            base64::engine::general_purpose::STANDARD.encode(frontier.root())
+        ));
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/golden");
+    let leaf_file = dir.join("log/00000000000000000000.jsonl");
+    if std::env::var_os("ANNAL_BLESS").is_some() {
+        std::fs::write(&leaf_file, &leaves).unwrap();
+        std::fs::write(dir.join("roots.txt"), &roots).unwrap();
+    }
+    assert_eq!(
+        leaves,
+        std::fs::read_to_string(&leaf_file).unwrap(),
+        "leaf bytes changed"
+    );
+    assert_eq!(
+        roots,
+        std::fs::read_to_string(dir.join("roots.txt")).unwrap(),
+        "roots changed"
+    );
+    // The reference tree over the golden leaves agrees too.
+    let lines: Vec<Vec<u8>> = leaves.lines().map(|l| l.as_bytes().to_vec()).collect();
+    assert_eq!(frontier.root(), reference::root(&lines));
+}
+
+#[test]
+fn a_damaged_id_index_is_found_by_verify_and_rebuilt_by_reindex() {
+    let (_dir, store) = new_store();
+    store
+        .append((0..6).map(|i| event(&format!("e{i}"), "c", i)).collect())
+        .unwrap();
+    store.log_tree().remove(layout::id_key("e3")).unwrap();
+    let report = store.verify(None).unwrap();
+    let problem = report.problem.expect("a missing id must be found");
+    assert_eq!(problem.index, Some(3));
+    assert!(problem.reason.contains("id index"), "{}", problem.reason);
+    // A wrong mapping is found too.
+    store
+        .log_tree()
+        .insert(layout::id_key("e3"), &1u64.to_be_bytes())
+        .unwrap();
+    assert_eq!(store.verify(None).unwrap().problem.unwrap().index, Some(3));
+    let (replayed, trees) = store.reindex().unwrap();
+    assert_eq!(replayed, 6);
+    assert_eq!(trees[0], "id index");
+    assert!(store.verify(None).unwrap().is_intact());
+    assert_eq!(
+        store.append(vec![event("e3", "c", 3)]).unwrap().duplicates,
+        1
+    );
+}

@@ -135,10 +135,13 @@ impl Store {
                 );
                 return Ok(report);
             };
-            if let Err(reason) = check_leaf(index, &line.bytes, &mut last_recorded) {
-                fail(&mut report, Some(index), reason);
-                return Ok(report);
-            }
+            let id = match check_leaf(index, &line.bytes, &mut last_recorded) {
+                Ok(id) => id,
+                Err(reason) => {
+                    fail(&mut report, Some(index), reason);
+                    return Ok(report);
+                }
+            };
             let hash = merkle::leaf_hash(&line.bytes);
             if (pointer.segment, pointer.offset, u64::from(pointer.len))
                 != (line.segment, line.offset, line.bytes.len() as u64)
@@ -165,6 +168,10 @@ impl Store {
                 }
             }
             if let Some(reason) = node_problem {
+                fail(&mut report, Some(index), reason);
+                return Ok(report);
+            }
+            if let Err(reason) = check_id_index(log, index, &id) {
                 fail(&mut report, Some(index), reason);
                 return Ok(report);
             }
@@ -217,7 +224,7 @@ fn check_leaf(
     index: u64,
     bytes: &[u8],
     last_recorded: &mut Option<Timestamp>,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let entry =
         Entry::from_leaf_bytes(bytes).map_err(|e| format!("entry {index} does not decode: {e}"))?;
     if entry.index != index {
@@ -238,7 +245,25 @@ fn check_leaf(
         ));
     }
     *last_recorded = Some(entry.recorded_at);
-    Ok(())
+    Ok(entry.event.id)
+}
+
+/// The id index must map every stored id to its own entry: a missing or
+/// wrong mapping would let a redelivered event be appended a second time.
+fn check_id_index(log: &sled::Tree, index: u64, id: &str) -> Result<(), String> {
+    let mapped = log
+        .get(layout::id_key(id))
+        .map_err(|e| e.to_string())?
+        .and_then(|v| layout::u64_value(&v));
+    match mapped {
+        Some(i) if i == index => Ok(()),
+        Some(i) => Err(format!(
+            "entry {index}: the id index maps its id {id:?} to entry {i} (a duplicate id?); `annal reindex` rebuilds it"
+        )),
+        None => Err(format!(
+            "entry {index}: its id {id:?} is missing from the id index; `annal reindex` rebuilds it"
+        )),
+    }
 }
 
 fn check_node(id: NodeId, hash: &Hash, stored: Option<&[u8]>) -> Result<(), String> {
