@@ -375,3 +375,66 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::Format;
+
+    fn valid(i: usize) -> String {
+        format!(
+            r#"{{"schema":"annal.event/v1","id":"v{i}","type":"controlplane.fenced","time":"2026-11-01T10:00:00Z","data":{{"controller":"c{i}"}}}}"#
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Arbitrary bytes never panic the framer or the decoder.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            for framed in RecordReader::new(&bytes[..]) {
+                if let Framed::Record(r) = framed.unwrap() {
+                    let _ = Format::Envelope.decode(&r);
+                }
+            }
+        }
+
+        /// Garbage lines between valid JSONL records cost only themselves:
+        /// every valid record is still framed and decoded, on its own line.
+        #[test]
+        fn garbage_lines_do_not_hide_valid_records(
+            garbage in proptest::collection::vec("[^\n]{0,40}", 1..20),
+        ) {
+            let mut text = String::new();
+            let mut expected = Vec::new();
+            let mut line = 0u64;
+            for (i, g) in garbage.iter().enumerate() {
+                // The first line is valid so the input is read as JSON Lines.
+                text.push_str(&valid(i));
+                text.push('\n');
+                line += 1;
+                expected.push((line, format!("v{i}")));
+                text.push_str(g);
+                text.push('\n');
+                line += 1;
+            }
+            let mut found = Vec::new();
+            for framed in RecordReader::new(text.as_bytes()) {
+                if let Framed::Record(r) = framed.unwrap() {
+                    if let Ok(events) = Format::Envelope.decode(&r) {
+                        for e in events {
+                            if e.id.starts_with('v') && e.data["controller"].is_string() {
+                                found.push((r.line, e.id));
+                            }
+                        }
+                    }
+                }
+            }
+            let found: Vec<_> = found.into_iter().filter(|(l, _)| l % 2 == 1).collect();
+            prop_assert_eq!(found, expected);
+        }
+    }
+}

@@ -11,9 +11,12 @@ use annal_schemas::Timestamp;
 use crate::checkpoint::{Checkpoint, NoteVerifier};
 use crate::layout;
 use crate::leaves::LeafPointer;
+use crate::leaves::{Line, LineStream};
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::record_file::SequentialRecords;
+use crate::tree::TreeReader;
 use crate::{Entry, Store, StoreError};
+use std::sync::mpsc;
 
 /// The outcome of [`Store::verify`].
 #[derive(Clone, Debug)]
@@ -94,8 +97,6 @@ impl Store {
         // (cut off before the next write); they are not part of the log.
         let expected = stored_size.max(checkpoint.as_ref().map_or(0, |c| c.size));
         let mut frontier = Frontier::new();
-        let mut last_recorded: Option<Timestamp> = None;
-        let mut lines = self.segments().stream(None)?;
         let mut pointers =
             SequentialRecords::open(self.segments().offsets_path(), LeafPointer::ENCODED_LEN)?;
         let tree = if expected > 0 {
@@ -103,90 +104,53 @@ impl Store {
         } else {
             None
         };
-        while frontier.size() < expected {
-            let index = frontier.size();
-            let line = match lines.next() {
-                None => {
-                    fail(
-                        &mut report,
-                        Some(index),
-                        format!("entry {index} is missing from the leaf files"),
-                    );
-                    return Ok(report);
-                }
-                Some(line) => line?,
-            };
-            if !line.terminated {
-                fail(
-                    &mut report,
-                    Some(index),
-                    format!("entry {index} is cut short"),
-                );
-                return Ok(report);
-            }
-            let Some(pointer) = pointers
-                .next_record()?
-                .and_then(|b| LeafPointer::decode(&b))
-            else {
-                fail(
-                    &mut report,
-                    Some(index),
-                    format!("entry {index} has no leaf pointer"),
-                );
-                return Ok(report);
-            };
-            let id = match check_leaf(index, &line.bytes, &mut last_recorded) {
-                Ok(id) => id,
-                Err(reason) => {
-                    fail(&mut report, Some(index), reason);
-                    return Ok(report);
-                }
-            };
-            let hash = merkle::leaf_hash(&line.bytes);
-            if (pointer.segment, pointer.offset, u64::from(pointer.len))
-                != (line.segment, line.offset, line.bytes.len() as u64)
-            {
-                fail(
-                    &mut report,
-                    Some(index),
-                    format!("entry {index} is not where the index says it is"),
-                );
-                return Ok(report);
-            }
-            let mut completed = Vec::new();
-            frontier.push(hash, |id, hash| completed.push((id, *hash)));
-            let mut node_problem = None;
-            for (id, hash) in completed {
-                let stored = match tree.as_ref().map(|t| t.read(id)).transpose() {
-                    Ok(s) => s,
-                    Err(StoreError::Corrupt(_)) => None,
-                    Err(e) => return Err(e),
-                };
-                if let Err(reason) = check_node(id, &hash, stored.as_ref().map(|h| &h[..])) {
-                    node_problem = Some(reason);
-                    break;
+        // Two stages on two threads: reading and decoding each leaf (the
+        // costly part) runs ahead of hashing and the index checks, which
+        // consume leaves strictly in order, so the first problem reported is
+        // still the one at the lowest index.
+        let (tx, rx) = mpsc::sync_channel::<Result<Vec<Checked>, StoreError>>(4);
+        let lines = self.segments().stream(None)?;
+        std::thread::scope(|scope| {
+            scope.spawn(move || read_and_decode(lines, expected, tx));
+            for chunk in rx {
+                for item in chunk? {
+                    let index = frontier.size();
+                    let (line, id) = match item {
+                        Checked::Leaf { line, id } => (line, id),
+                        Checked::Problem(reason) => {
+                            fail(&mut report, Some(index), reason);
+                            return Ok(());
+                        }
+                    };
+                    if let Err(reason) = self.check_placed(
+                        index,
+                        &line,
+                        &id,
+                        &mut pointers,
+                        &mut frontier,
+                        tree.as_ref(),
+                    ) {
+                        fail(&mut report, Some(index), reason?);
+                        return Ok(());
+                    }
+                    report.leaves += 1;
+                    report.bytes += line.bytes.len() as u64;
+                    if let Some(cp) = &checkpoint {
+                        if frontier.size() == cp.size && frontier.root() != cp.root {
+                            fail(
+                                &mut report,
+                                None,
+                                format!("the tree of the first {} entries does not match the signed checkpoint root", cp.size),
+                            );
+                            return Ok(());
+                        }
+                    }
                 }
             }
-            if let Some(reason) = node_problem {
-                fail(&mut report, Some(index), reason);
-                return Ok(report);
-            }
-            if let Err(reason) = check_id_index(log, index, &id) {
-                fail(&mut report, Some(index), reason);
-                return Ok(report);
-            }
-            report.leaves += 1;
-            report.bytes += line.bytes.len() as u64;
-            if let Some(cp) = &checkpoint {
-                if frontier.size() == cp.size && frontier.root() != cp.root {
-                    fail(
-                        &mut report,
-                        None,
-                        format!("the tree of the first {} entries does not match the signed checkpoint root", cp.size),
-                    );
-                    return Ok(report);
-                }
-            }
+            Ok::<(), StoreError>(())
+        })?;
+        if report.problem.is_some() {
+            return Ok(report);
         }
         report.root = frontier.root();
         let size = frontier.size();
@@ -215,6 +179,94 @@ impl Store {
             _ => {}
         }
         Ok(report)
+    }
+}
+
+/// What the decoding stage hands on, in log order.
+enum Checked {
+    /// A leaf that decodes, is canonical and names its own index.
+    Leaf { line: Line, id: String },
+    /// The first leaf that does not; nothing follows it.
+    Problem(String),
+}
+
+/// Stage one: read leaves in order and check each on its own.
+fn read_and_decode(
+    mut lines: LineStream,
+    expected: u64,
+    tx: mpsc::SyncSender<Result<Vec<Checked>, StoreError>>,
+) {
+    const CHUNK: usize = 1024;
+    let mut last_recorded: Option<Timestamp> = None;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    for index in 0..expected {
+        let item = match lines.next() {
+            None => Checked::Problem(format!("entry {index} is missing from the leaf files")),
+            Some(Err(e)) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+            Some(Ok(line)) if !line.terminated => {
+                Checked::Problem(format!("entry {index} is cut short"))
+            }
+            Some(Ok(line)) => match check_leaf(index, &line.bytes, &mut last_recorded) {
+                Ok(id) => Checked::Leaf { line, id },
+                Err(reason) => Checked::Problem(reason),
+            },
+        };
+        let stop = matches!(item, Checked::Problem(_));
+        chunk.push(item);
+        if stop || chunk.len() == CHUNK {
+            if tx.send(Ok(std::mem::take(&mut chunk))).is_err() || stop {
+                return;
+            }
+        }
+    }
+    if !chunk.is_empty() {
+        let _ = tx.send(Ok(chunk));
+    }
+}
+
+impl Store {
+    /// Stage two for one leaf: where the index says it is, its hash and the
+    /// tree nodes it completes match the stored ones, and the id index maps
+    /// its id to it. `Err(Ok(reason))` is a problem, `Err(Err(e))` a failure.
+    fn check_placed(
+        &self,
+        index: u64,
+        line: &Line,
+        id: &str,
+        pointers: &mut SequentialRecords,
+        frontier: &mut Frontier,
+        tree: Option<&TreeReader<'_>>,
+    ) -> Result<(), Result<String, StoreError>> {
+        let pointer = pointers
+            .next_record()
+            .map_err(Err)?
+            .and_then(|b| LeafPointer::decode(&b));
+        let Some(pointer) = pointer else {
+            return Err(Ok(format!("entry {index} has no leaf pointer")));
+        };
+        if (pointer.segment, pointer.offset, u64::from(pointer.len))
+            != (line.segment, line.offset, line.bytes.len() as u64)
+        {
+            return Err(Ok(format!(
+                "entry {index} is not where the index says it is"
+            )));
+        }
+        let mut completed = Vec::new();
+        frontier.push(merkle::leaf_hash(&line.bytes), |id, hash| {
+            completed.push((id, *hash))
+        });
+        for (node, hash) in completed {
+            let stored = match tree.map(|t| t.read(node)).transpose() {
+                Ok(s) => s,
+                Err(StoreError::Corrupt(_)) => None,
+                Err(e) => return Err(Err(e)),
+            };
+            check_node(node, &hash, stored.as_ref().map(|h| &h[..])).map_err(Ok)?;
+        }
+        check_id_index(self.log_tree(), index, id).map_err(Ok)
     }
 }
 
