@@ -216,10 +216,11 @@ fn read_and_decode(
         };
         let stop = matches!(item, Checked::Problem(_));
         chunk.push(item);
-        if (stop || chunk.len() == CHUNK)
-            && (tx.send(Ok(std::mem::take(&mut chunk))).is_err() || stop)
-        {
-            return;
+        if stop || chunk.len() == CHUNK {
+            let delivered = tx.send(Ok(std::mem::take(&mut chunk))).is_ok();
+            if stop || !delivered {
+                return;
+            }
         }
     }
     if !chunk.is_empty() {
