@@ -1,0 +1,5 @@
+//! Cross-crate scenarios, one test binary: sources through the ingest
+//! pipeline into the store and back out through the query crate.
+
+mod arrival_order;
+mod framing;
