@@ -146,17 +146,21 @@ fn frame_line(line_no: u64, mut line: Vec<u8>) -> Option<Framed> {
     if line.trim_ascii_start().is_empty() {
         return None;
     }
-    if line.len() > MAX_RECORD_BYTES {
-        return Some(Framed::Broken {
-            line: line_no,
+    Some(framed(line_no, line))
+}
+
+/// A complete record, or a rejection when it is over the size limit (only
+/// its start is kept: enough to recognise it in the quarantine).
+fn framed(line: u64, bytes: Vec<u8>) -> Framed {
+    if bytes.len() > MAX_RECORD_BYTES {
+        Framed::Broken {
+            line,
             reason: format!("record is larger than {MAX_RECORD_BYTES} bytes"),
-            raw: line[..1024].to_vec(),
-        });
+            raw: bytes[..1024].to_vec(),
+        }
+    } else {
+        Framed::Record(Record { line, bytes })
     }
-    Some(Framed::Record(Record {
-        line: line_no,
-        bytes: line,
-    }))
 }
 
 /// A first line that is the start of a multi-line JSON value.
@@ -201,18 +205,7 @@ impl Scanner {
 
     fn emit(&mut self) {
         let bytes = std::mem::take(&mut self.buf);
-        if bytes.len() > MAX_RECORD_BYTES {
-            self.ready.push_back(Framed::Broken {
-                line: self.start_line,
-                reason: format!("record is larger than {MAX_RECORD_BYTES} bytes"),
-                raw: bytes[..1024].to_vec(),
-            });
-        } else {
-            self.ready.push_back(Framed::Record(Record {
-                line: self.start_line,
-                bytes,
-            }));
-        }
+        self.ready.push_back(framed(self.start_line, bytes));
     }
 
     fn broken(&mut self, line: u64, reason: impl Into<String>) {

@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use crate::checkpoint::{NoteSigner, NoteVerifier};
+use crate::checkpoint::{CheckpointError, NoteSigner, NoteVerifier};
 use crate::layout::DataDir;
 use crate::StoreError;
 
@@ -25,28 +25,24 @@ pub(crate) fn create(dir: &DataDir, origin: &str) -> Result<NoteSigner, StoreErr
 }
 
 pub(crate) fn read_signer(dir: &DataDir) -> Result<Option<NoteSigner>, StoreError> {
-    let path = dir.signing_key();
-    match fs::read_to_string(&path) {
-        Ok(text) => NoteSigner::from_text(&text)
-            .map(Some)
-            .map_err(|e| StoreError::Key {
-                path,
-                reason: e.to_string(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::io(path, e)),
-    }
+    read_key(&dir.signing_key(), NoteSigner::from_text)
 }
 
 pub(crate) fn read_verifier(dir: &DataDir) -> Result<Option<NoteVerifier>, StoreError> {
-    let path = dir.verifier_key();
-    match fs::read_to_string(&path) {
-        Ok(text) => NoteVerifier::from_text(&text)
-            .map(Some)
-            .map_err(|e| StoreError::Key {
-                path,
-                reason: e.to_string(),
-            }),
+    read_key(&dir.verifier_key(), NoteVerifier::from_text)
+}
+
+/// Reads and parses a key file; a missing file is `None` (the key is optional
+/// for read-only use), an unparsable one an error naming the file.
+fn read_key<K>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<K, CheckpointError>,
+) -> Result<Option<K>, StoreError> {
+    match fs::read_to_string(path) {
+        Ok(text) => parse(&text).map(Some).map_err(|e| StoreError::Key {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(path, e)),
     }

@@ -177,10 +177,11 @@ impl Store {
     ///
     /// Events whose id is already stored, or repeated earlier in the batch,
     /// are counted as duplicates and append nothing. The call returns only
-    /// after the leaves, the tree nodes, the id index and the signed
-    /// checkpoint are flushed to disk in one atomic sled batch: a crash leaves
-    /// either all of it or none. `recorded_at` is one instant per batch and
-    /// never goes backwards, even if the wall clock does.
+    /// after the leaf and tree files are synced and the sled batch holding
+    /// the ids, the new size and the signed checkpoint is flushed: that flush
+    /// is the commit point, so a crash leaves the whole batch or none of it.
+    /// `recorded_at` is one instant per batch and never goes backwards, even
+    /// if the wall clock does.
     pub fn append(&self, events: Vec<Envelope>) -> Result<AppendOutcome, StoreError> {
         let prepared = events
             .into_iter()
