@@ -21,7 +21,7 @@ target/release/annal --data "$ledger" init >/dev/null
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; input $(du -h "$input" | cut -f1), $count events"
 echo "== ingest"
 /usr/bin/time -f "peak RSS %M KB, wall %e s, CPU %P" \
-  target/release/annal --data "$ledger" ingest --no-progress "$input"
+  target/release/annal --data "$ledger" ingest --format envelope --no-progress "$input"
 echo "== verify"
 /usr/bin/time -f "peak RSS %M KB, wall %e s, CPU %P" \
   target/release/annal --data "$ledger" verify

@@ -80,9 +80,20 @@ pub struct InitArgs {
 
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    /// Input format.
-    #[arg(long, default_value = "envelope", value_parser = parse_format)]
+    /// Input format: auto (detect each document), envelope, k8s-audit,
+    /// k8s-object, argocd, flux, fleet, k8s-event.
+    #[arg(long, default_value = "auto", value_parser = parse_format)]
     pub format: annal_ingest::Format,
+
+    /// Cluster id for inputs that do not name their cluster (objects,
+    /// audit logs, Events, Flux resources).
+    #[arg(long, value_name = "ID")]
+    pub cluster: Option<String>,
+
+    /// Valid time (RFC 3339) for inputs that carry none; for objects it
+    /// wins over their managedFields times.
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub time: Option<annal_schemas::Timestamp>,
 
     /// Envelopes per group commit.
     #[arg(long, default_value_t = annal_ingest::pipeline::default_batch_size() as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -146,6 +157,12 @@ pub enum QuarantineCommand {
     Retry {
         /// Quarantine ids; all records when none are given.
         ids: Vec<String>,
+        /// Cluster id for records that do not name one (as for `ingest`).
+        #[arg(long, value_name = "ID")]
+        cluster: Option<String>,
+        /// Valid time for records that carry none (as for `ingest`).
+        #[arg(long, value_name = "TS", value_parser = parse_time)]
+        time: Option<annal_schemas::Timestamp>,
     },
     /// Delete records.
     Drop {
@@ -153,6 +170,11 @@ pub enum QuarantineCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
+}
+
+fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
+    s.parse()
+        .map_err(|e| format!("{e} (expected RFC 3339, e.g. 2026-11-01T10:00:00Z)"))
 }
 
 fn parse_format(s: &str) -> Result<annal_ingest::Format, String> {
@@ -163,11 +185,6 @@ fn parse_format(s: &str) -> Result<annal_ingest::Format, String> {
 fn parse_event_type(s: &str) -> Result<annal_schemas::EventType, String> {
     s.parse()
         .map_err(|e: annal_schemas::UnknownEventType| e.to_string())
-}
-
-fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
-    s.parse()
-        .map_err(|e: annal_schemas::TimestampError| e.to_string())
 }
 
 #[cfg(test)]

@@ -108,3 +108,13 @@ pub fn envelopes(prefix: &str, n: u64) -> String {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// The counts of an `ingest -o json` summary (its other keys describe
+/// skips and time sources).
+pub fn counts(doc: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "appended": doc["appended"],
+        "duplicates": doc["duplicates"],
+        "rejected": doc["rejected"],
+    })
+}

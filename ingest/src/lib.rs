@@ -22,13 +22,16 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod document;
 mod error;
 pub mod formats;
 pub mod pipeline;
 mod record;
+pub mod redact;
 pub mod sources;
+mod yaml;
 
 pub use error::{IngestError, Rejected};
-pub use formats::Format;
+pub use formats::{Format, TimeSource};
 pub use record::{Record, RecordReader};
 pub use sources::Input;

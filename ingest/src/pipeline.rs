@@ -10,22 +10,34 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
+use annal_schemas::Timestamp;
 use annal_store::{AppendOutcome, PreparedEvent, Rejection, Store};
 
+use crate::document::{self, Syntax};
+use crate::formats::{Context, Output, TimeCounts};
 use crate::record::Framed;
-use crate::{Format, IngestError, Input, RecordReader, Rejected};
+use crate::yaml::YamlReader;
+use crate::{redact, Format, IngestError, Input, RecordReader, Rejected};
 
-/// Tuning for a run.
+/// Tuning and defaults for a run.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Envelopes per group commit.
     pub batch_size: usize,
+    /// `--cluster`: the cluster of inputs that do not name one.
+    pub cluster: Option<String>,
+    /// `--time`: valid time for inputs that carry none.
+    pub time: Option<Timestamp>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             batch_size: default_batch_size(),
+            cluster: None,
+            time: None,
         }
     }
 }
@@ -45,8 +57,12 @@ pub struct Summary {
     pub appended: u64,
     /// Envelopes already stored.
     pub duplicates: u64,
-    /// Records rejected (and quarantined).
+    /// Records (or list items) rejected, and quarantined.
     pub rejected: u64,
+    /// Documents with nothing to record, by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// How each decoded event's valid time was chosen.
+    pub times: TimeCounts,
     /// Input bytes read.
     pub bytes: u64,
     /// Group commits made.
@@ -72,10 +88,13 @@ impl<F: FnMut(u64)> Observer for F {
 }
 
 /// One unit of work from the reader thread.
+#[derive(Default)]
 struct Chunk {
     records: u64,
     events: Vec<PreparedEvent>,
     rejected: Vec<Rejected>,
+    skipped: BTreeMap<String, u64>,
+    times: TimeCounts,
 }
 
 /// Reads every input in order, committing valid envelopes in batches and
@@ -92,11 +111,22 @@ pub fn run(
     let (tx, rx) = mpsc::sync_channel::<Result<Chunk, IngestError>>(2);
     let mut summary = Summary::default();
     let counter = bytes_read.clone();
+    let reader = Reader {
+        format,
+        batch_size,
+        cluster: options.cluster.clone(),
+        time: options.time,
+        started: Timestamp::now(),
+    };
     std::thread::scope(|scope| {
-        scope.spawn(move || read_all(inputs, format, batch_size, counter, tx));
+        scope.spawn(move || reader.read_all(inputs, counter, tx));
         for chunk in rx {
             let chunk = chunk?;
             summary.records += chunk.records;
+            summary.times.add(&chunk.times);
+            for (reason, n) in chunk.skipped {
+                *summary.skipped.entry(reason).or_default() += n;
+            }
             let quarantine = store.quarantine();
             for r in &chunk.rejected {
                 let id = quarantine.put(&Rejection {
@@ -128,77 +158,182 @@ pub fn run(
     Ok(summary)
 }
 
-/// The reader thread: frame, decode, batch. Stops at the first I/O error
-/// (sent to the committer) or when the committer hangs up.
-fn read_all(
-    inputs: Vec<Input>,
+/// The reader thread's settings.
+struct Reader {
     format: Format,
     batch_size: usize,
-    counter: Arc<AtomicU64>,
-    tx: mpsc::SyncSender<Result<Chunk, IngestError>>,
-) {
-    let mut chunk = Chunk {
-        records: 0,
-        events: Vec::with_capacity(batch_size),
-        rejected: Vec::new(),
-    };
-    for input in inputs {
-        let name = input.name.clone();
-        for framed in RecordReader::new(input.into_buffered(counter.clone())) {
-            let framed = match framed {
-                Ok(f) => f,
-                Err(source) => {
-                    let _ = tx.send(Err(IngestError::Io {
-                        path: PathBuf::from(&name),
-                        source,
-                    }));
-                    return;
-                }
+    cluster: Option<String>,
+    time: Option<Timestamp>,
+    /// Stands in for the file time of stdin.
+    started: Timestamp,
+}
+
+impl Reader {
+    /// Frames, decodes and batches every input. Stops at the first I/O
+    /// error (sent to the committer) or when the committer hangs up.
+    fn read_all(
+        &self,
+        inputs: Vec<Input>,
+        counter: Arc<AtomicU64>,
+        tx: mpsc::SyncSender<Result<Chunk, IngestError>>,
+    ) {
+        let mut chunk = Chunk::default();
+        for input in inputs {
+            let name = input.name.clone();
+            let file_time = input.mtime.unwrap_or(self.started);
+            let mut buffered = input.into_buffered(counter.clone());
+            let io_error = |source| IngestError::Io {
+                path: PathBuf::from(&name),
+                source,
             };
-            chunk.records += 1;
-            match framed {
-                Framed::Record(record) => match decode_prepared(format, &record) {
-                    Ok(events) => chunk.events.extend(events),
-                    Err(reason) => chunk.rejected.push(Rejected {
+            let syntax = if self.format.reads_yaml() {
+                match Syntax::sniff(&mut buffered) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx.send(Err(io_error(e)));
+                        return;
+                    }
+                }
+            } else {
+                Syntax::Json
+            };
+            let framer: Box<dyn Iterator<Item = std::io::Result<Framed>>> = match syntax {
+                Syntax::Json => Box::new(RecordReader::new(buffered)),
+                Syntax::Yaml => Box::new(YamlReader::new(buffered)),
+            };
+            let mut ctx = Context::new(&name, file_time);
+            ctx.cluster = self.cluster.as_deref();
+            ctx.time = self.time;
+            for framed in framer {
+                let framed = match framed {
+                    Ok(f) => f,
+                    Err(e) => {
+                        let _ = tx.send(Err(io_error(e)));
+                        return;
+                    }
+                };
+                chunk.records += 1;
+                match framed {
+                    Framed::Record(record) => {
+                        ctx.line = record.line;
+                        self.decode(&record, syntax, &ctx, &mut chunk);
+                    }
+                    Framed::Broken { line, reason, raw } => chunk.rejected.push(Rejected {
                         source: name.clone(),
-                        line: Some(record.line),
+                        line: Some(line),
                         reason,
-                        raw: record.bytes,
+                        raw: redact::scrub_text(&raw),
                     }),
-                },
-                Framed::Broken { line, reason, raw } => chunk.rejected.push(Rejected {
-                    source: name.clone(),
-                    line: Some(line),
-                    reason,
-                    raw,
-                }),
-            }
-            if chunk.events.len() >= batch_size || chunk.rejected.len() >= batch_size {
-                let full = std::mem::replace(
-                    &mut chunk,
-                    Chunk {
-                        records: 0,
-                        events: Vec::with_capacity(batch_size),
-                        rejected: Vec::new(),
-                    },
-                );
-                if tx.send(Ok(full)).is_err() {
-                    return;
+                }
+                if chunk.events.len() >= self.batch_size || chunk.rejected.len() >= self.batch_size
+                {
+                    let full = std::mem::take(&mut chunk);
+                    if tx.send(Ok(full)).is_err() {
+                        return;
+                    }
                 }
             }
         }
+        if chunk.records > 0 {
+            let _ = tx.send(Ok(chunk));
+        }
     }
-    if chunk.records > 0 {
-        let _ = tx.send(Ok(chunk));
+
+    /// Decodes a record into the chunk: events prepared (canonical bytes
+    /// computed here, off the committing thread), rejections redacted.
+    fn decode(&self, record: &crate::Record, syntax: Syntax, ctx: &Context<'_>, chunk: &mut Chunk) {
+        let mut out = Output::default();
+        let reject = |line: u64, reason: String, raw: Vec<u8>| Rejected {
+            source: ctx.input.to_string(),
+            line: Some(line),
+            reason,
+            raw,
+        };
+        match self.format.decode(record, syntax, ctx, &mut out) {
+            Ok(()) => {}
+            Err(e) => {
+                chunk.rejected.push(reject(
+                    e.line.unwrap_or(record.line),
+                    e.reason,
+                    redacted_raw(&record.bytes, syntax),
+                ));
+                return;
+            }
+        }
+        for (reason, item) in out.rejected {
+            chunk.rejected.push(reject(
+                record.line,
+                reason,
+                document::to_bytes(&item, syntax),
+            ));
+        }
+        for reason in out.skipped {
+            *chunk.skipped.entry(reason).or_default() += 1;
+        }
+        chunk.times.add(&out.times);
+        for event in out.events {
+            match PreparedEvent::new(&event) {
+                Ok(p) => chunk.events.push(p),
+                Err(err) => chunk.rejected.push(reject(
+                    record.line,
+                    format!("cannot encode canonically: {err}"),
+                    redacted_raw(&record.bytes, syntax),
+                )),
+            }
+        }
     }
 }
 
-/// Decodes a record and computes each event's canonical bytes, so the
-/// committing thread only assembles leaves.
-fn decode_prepared(format: Format, record: &crate::Record) -> Result<Vec<PreparedEvent>, String> {
+/// Decodes one stand-alone record (a quarantined one, on retry): all of it
+/// or nothing. The syntax is sniffed from the bytes.
+pub fn decode_record(
+    format: Format,
+    source: &str,
+    line: u64,
+    bytes: &[u8],
+    options: &Options,
+) -> Result<Vec<annal_schemas::Envelope>, String> {
+    let syntax = if format.reads_yaml() {
+        Syntax::sniff(&mut &bytes[..]).map_err(|e| e.to_string())?
+    } else {
+        Syntax::Json
+    };
+    let record = crate::Record {
+        line,
+        bytes: bytes.to_vec(),
+    };
+    let mut ctx = Context::new(source, options.time.unwrap_or_else(Timestamp::now));
+    ctx.line = line;
+    ctx.cluster = options.cluster.as_deref();
+    ctx.time = options.time;
+    let mut out = Output::default();
     format
-        .decode(record)?
-        .into_iter()
-        .map(|e| PreparedEvent::new(&e).map_err(|err| format!("cannot encode canonically: {err}")))
-        .collect()
+        .decode(&record, syntax, &ctx, &mut out)
+        .map_err(|e| e.reason)?;
+    if let Some((reason, _)) = out.rejected.into_iter().next() {
+        return Err(reason);
+    }
+    Ok(out.events)
+}
+
+/// A rejected record's bytes for the quarantine, with secrets redacted:
+/// structurally when it parses, textually when it does not. Bytes with
+/// nothing to redact are kept as they came.
+fn redacted_raw(bytes: &[u8], syntax: Syntax) -> Vec<u8> {
+    let parsed = match syntax {
+        Syntax::Json => serde_json::from_slice::<serde_json::Value>(bytes).ok(),
+        Syntax::Yaml => serde_norway::from_slice::<serde_json::Value>(bytes).ok(),
+    };
+    match parsed {
+        Some(original) => {
+            let mut v = original.clone();
+            redact::value(&mut v);
+            if v == original {
+                bytes.to_vec()
+            } else {
+                document::to_bytes(&v, syntax)
+            }
+        }
+        None => redact::scrub_text(bytes),
+    }
 }

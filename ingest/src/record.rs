@@ -382,6 +382,17 @@ mod robustness {
         )
     }
 
+    fn decode(
+        format: Format,
+        record: &Record,
+    ) -> Result<Vec<annal_schemas::Envelope>, crate::formats::DecodeError> {
+        let mut ctx = crate::formats::Context::new("-", annal_schemas::Timestamp::now());
+        ctx.cluster = Some("c");
+        let mut out = crate::formats::Output::default();
+        format.decode(record, crate::document::Syntax::Json, &ctx, &mut out)?;
+        Ok(out.events)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -390,7 +401,8 @@ mod robustness {
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
             for framed in RecordReader::new(&bytes[..]) {
                 if let Framed::Record(r) = framed.unwrap() {
-                    let _ = Format::Envelope.decode(&r);
+                    let _ = decode(Format::Envelope, &r);
+                    let _ = decode(Format::Auto, &r);
                 }
             }
         }
@@ -417,7 +429,7 @@ mod robustness {
             let mut found = Vec::new();
             for framed in RecordReader::new(text.as_bytes()) {
                 if let Framed::Record(r) = framed.unwrap() {
-                    if let Ok(events) = Format::Envelope.decode(&r) {
+                    if let Ok(events) = decode(Format::Envelope, &r) {
                         for e in events {
                             if e.id.starts_with('v') && e.data["controller"].is_string() {
                                 found.push((r.line, e.id));

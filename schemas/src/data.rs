@@ -377,6 +377,10 @@ pub struct ClusterInfo {
     /// Fingerprint of the cluster CA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_fingerprint: Option<String>,
+    /// Fingerprint of the credential the registry holds for the cluster
+    /// (bearer token, client key, ...), never the credential itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_fingerprint: Option<String>,
 }
 
 /// Lifecycle states of a cluster.
@@ -474,6 +478,135 @@ pub struct ControllerMetrics {
     pub render_seconds: Option<f64>,
 }
 
+/// `audit.request`: one API request, from an audit log or an admission
+/// webhook. Bodies are not kept here: a successful write also yields an
+/// `object.observed`/`object.deleted` carrying the (redacted) object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditRequest {
+    /// `auditID` (or the admission request uid).
+    pub audit_id: String,
+    /// `RequestReceived`, `ResponseStarted`, `ResponseComplete`, `Panic`, or
+    /// `Admission` for an admission webhook capture.
+    pub stage: String,
+    /// `get`, `list`, `create`, `update`, `patch`, `delete`, `deletecollection`, ...
+    pub verb: String,
+    /// The request URI, with its query string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_uri: Option<String>,
+    /// The object addressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_ref: Option<ObjectRef>,
+    /// HTTP status code of the response, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// Whether the request was a dry run (`?dryRun=All`).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Whether this request changed inventory (completed, code < 400, not a
+    /// dry run, a write verb with an object to record).
+    #[serde(default)]
+    pub applied: bool,
+    /// User groups of the principal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Client addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_ips: Vec<String>,
+    /// Client user agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// `authorization.k8s.io/decision` (allow / forbid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// `authorization.k8s.io/reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_reason: Option<String>,
+    /// responseStatus reason/message for failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+}
+
+/// The object an API request or Event is about.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRef {
+    /// API group (empty for core).
+    #[serde(default)]
+    pub group: String,
+    /// API version.
+    #[serde(default)]
+    pub version: String,
+    /// Resource (plural, audit) or kind (Events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Kind, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Subresource (`status`, `scale`, `exec`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<String>,
+    /// Namespace (empty when cluster-scoped).
+    #[serde(default)]
+    pub namespace: String,
+    /// Name (empty for collection requests).
+    #[serde(default)]
+    pub name: String,
+    /// UID, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Field path inside the object (Events: `spec.containers{app}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_path: Option<String>,
+}
+
+/// `k8s.event`: a Kubernetes Event, core/v1 and events.k8s.io/v1 mapped to
+/// one shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KubeEvent {
+    /// `v1` or `events.k8s.io/v1`.
+    pub api_version: String,
+    /// Event object name (`<object>.<hex>`).
+    pub name: String,
+    /// Event namespace.
+    #[serde(default)]
+    pub namespace: String,
+    /// `involvedObject` (core/v1) or `regarding` (events.k8s.io/v1).
+    pub involved: ObjectRef,
+    /// Machine-readable reason (`ScalingReplicaSet`, `ReconciliationSucceeded`).
+    #[serde(default)]
+    pub reason: String,
+    /// `message` (core/v1) or `note` (events.k8s.io/v1).
+    #[serde(default)]
+    pub message: String,
+    /// `Normal` or `Warning`.
+    #[serde(default)]
+    pub event_type: String,
+    /// `reportingController`/`reportingComponent`, else `source.component`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reporting_controller: Option<String>,
+    /// `reportingInstance`, else `source.host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reporting_instance: Option<String>,
+    /// events.k8s.io/v1 `action`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Occurrences (`count`, `series.count` or `deprecatedCount`).
+    #[serde(default = "one")]
+    pub count: u64,
+    /// First occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_time: Option<Timestamp>,
+    /// Last occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_time: Option<Timestamp>,
+    /// Revision annotations Flux controllers attach (`<group>/revision`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
 /// Checks that `data` has the shape its `type` requires.
 ///
 /// The error carries the JSON path below `data` (e.g. `metadata.name`).
@@ -513,6 +646,8 @@ pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, 
         EventType::ControlplaneFenced => check::<ControlplaneFenced>(data),
         EventType::ControlplaneBackup => check::<ControlplaneBackup>(data),
         EventType::ControllerMetrics => check::<ControllerMetrics>(data),
+        EventType::AuditRequest => check::<AuditRequest>(data),
+        EventType::KubeEvent => check::<KubeEvent>(data),
     }
 }
 

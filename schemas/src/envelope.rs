@@ -46,9 +46,16 @@ pub struct Envelope {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Actor {
-    /// Audit user (or impersonated user).
+    /// The authenticated user (audit `user.username`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// The user `principal` impersonated (audit `impersonatedUser`): the
+    /// identity the request was authorized as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impersonated: Option<String>,
+    /// The server-side-apply / update field manager (`?fieldManager=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_manager: Option<String>,
     /// Controller instance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<String>,

@@ -59,11 +59,18 @@ pub enum EventType {
     /// A controller's work and API cost over a window.
     #[serde(rename = "controller.metrics")]
     ControllerMetrics,
+    /// One Kubernetes API request as the audit log or an admission webhook
+    /// saw it: who did what, and whether it changed anything.
+    #[serde(rename = "audit.request")]
+    AuditRequest,
+    /// A Kubernetes Event (core/v1 or events.k8s.io/v1) about an object.
+    #[serde(rename = "k8s.event")]
+    KubeEvent,
 }
 
 impl EventType {
     /// Every type, in declaration order.
-    pub const ALL: [EventType; 16] = [
+    pub const ALL: [EventType; 18] = [
         EventType::ObjectObserved,
         EventType::ObjectDeleted,
         EventType::AppDeclared,
@@ -80,6 +87,8 @@ impl EventType {
         EventType::ControlplaneFenced,
         EventType::ControlplaneBackup,
         EventType::ControllerMetrics,
+        EventType::AuditRequest,
+        EventType::KubeEvent,
     ];
 
     /// The wire name, e.g. `object.observed`.
@@ -101,13 +110,17 @@ impl EventType {
             EventType::ControlplaneFenced => "controlplane.fenced",
             EventType::ControlplaneBackup => "controlplane.backup",
             EventType::ControllerMetrics => "controller.metrics",
+            EventType::AuditRequest => "audit.request",
+            EventType::KubeEvent => "k8s.event",
         }
     }
 
     /// Whether an envelope of this type must name its `cluster`.
     pub fn requires_cluster(&self) -> bool {
         let name = self.as_str();
-        name.starts_with("object.") || name.starts_with("app.") || name.starts_with("cluster.")
+        ["object.", "app.", "cluster.", "audit.", "k8s."]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
     }
 }
 
@@ -152,6 +165,8 @@ mod tests {
         assert!(EventType::ObjectDeleted.requires_cluster());
         assert!(EventType::AppRevisionGood.requires_cluster());
         assert!(EventType::ClusterHeartbeat.requires_cluster());
+        assert!(EventType::AuditRequest.requires_cluster());
+        assert!(EventType::KubeEvent.requires_cluster());
         assert!(!EventType::ControlplaneFenced.requires_cluster());
         assert!(!EventType::ControllerMetrics.requires_cluster());
     }

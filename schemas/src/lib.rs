@@ -21,6 +21,7 @@
 pub mod data;
 mod envelope;
 mod event_type;
+pub mod ownership;
 mod timestamp;
 mod validation;
 

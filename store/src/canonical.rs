@@ -120,6 +120,8 @@ impl Canonical for Actor {
         for (name, value) in [
             ("controller", &self.controller),
             ("credential", &self.credential),
+            ("field_manager", &self.field_manager),
+            ("impersonated", &self.impersonated),
             ("principal", &self.principal),
         ] {
             if let Some(v) = value {
@@ -265,6 +267,8 @@ mod tests {
             source in proptest::option::of(any::<String>()),
             principal in proptest::option::of(any::<String>()),
             controller in proptest::option::of(any::<String>()),
+            impersonated in proptest::option::of(any::<String>()),
+            field_manager in proptest::option::of(any::<String>()),
             id in "\\PC{1,20}",
             index in any::<u64>(),
             micros in 0i64..4_000_000_000_000_000,
@@ -273,6 +277,8 @@ mod tests {
                 principal,
                 controller,
                 credential: None,
+                impersonated,
+                field_manager,
             });
             let entry = Entry {
                 index: index % (1 << 53),

@@ -20,7 +20,10 @@ fn ingest(lines: &[&str], batch_size: usize) -> (tempfile::TempDir, Store) {
             std::io::Cursor::new(text.into_bytes()),
         )],
         Format::Envelope,
-        &pipeline::Options { batch_size },
+        &pipeline::Options {
+            batch_size,
+            ..pipeline::Options::default()
+        },
         &mut (),
     )
     .unwrap();

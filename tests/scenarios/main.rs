@@ -2,4 +2,5 @@
 //! pipeline into the store and back out through the query crate.
 
 mod arrival_order;
+mod conformance;
 mod framing;

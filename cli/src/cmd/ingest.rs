@@ -31,6 +31,8 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
     let started = Instant::now();
     let options = pipeline::Options {
         batch_size: args.batch_size as usize,
+        cluster: args.cluster.clone(),
+        time: args.time,
     };
     let summary = pipeline::run(store, inputs, args.format, &options, &mut observer)?;
     if let Some(bar) = bar {
@@ -42,17 +44,26 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
     } else {
         0.0
     };
+    let times: serde_json::Map<String, serde_json::Value> = summary
+        .times
+        .iter()
+        .map(|(source, n)| (source.as_str().to_string(), n.into()))
+        .collect();
+    let skipped: u64 = summary.skipped.values().sum();
     printer.record(
         &json!({
             "appended": summary.appended,
             "duplicates": summary.duplicates,
             "rejected": summary.rejected,
+            "skipped": summary.skipped,
+            "time_sources": times,
         }),
         &format!(
-            "appended {}, duplicates {}, rejected {} ({} records, {:.1} MB in {:.2}s, {:.0} records/s; log size {})",
+            "appended {}, duplicates {}, rejected {}, skipped {} ({} records, {:.1} MB in {:.2}s, {:.0} records/s; log size {})",
             summary.appended,
             summary.duplicates,
             summary.rejected,
+            skipped,
             summary.records,
             summary.bytes as f64 / 1e6,
             secs,
@@ -60,6 +71,21 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
             store.size()
         ),
     )?;
+    for (reason, n) in &summary.skipped {
+        eprintln!("annal: skipped {n} document(s): {reason}");
+    }
+    if summary
+        .times
+        .iter()
+        .any(|(s, _)| s != annal_ingest::TimeSource::Record)
+    {
+        let parts: Vec<String> = summary
+            .times
+            .iter()
+            .map(|(source, n)| format!("{n} from {}", source.as_str()))
+            .collect();
+        eprintln!("annal: valid time: {}", parts.join(", "));
+    }
     if summary.rejected > 0 {
         eprintln!(
             "annal: {} record(s) rejected and kept in quarantine: see `annal quarantine list`",

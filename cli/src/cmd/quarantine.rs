@@ -1,6 +1,6 @@
 //! `annal quarantine list|show|retry|drop`.
 
-use annal_ingest::{Format, Record};
+use annal_ingest::{pipeline, Format};
 use annal_store::{QuarantineRecord, Store};
 use serde_json::json;
 
@@ -34,7 +34,12 @@ pub fn run(store: &Store, command: QuarantineCommand, printer: &Printer) -> anyh
             printer.record(&serde_json::to_value(&r)?, &r.raw)?;
             Ok(Exit::Ok)
         }
-        QuarantineCommand::Retry { ids } => {
+        QuarantineCommand::Retry { ids, cluster, time } => {
+            let options = pipeline::Options {
+                cluster,
+                time,
+                ..pipeline::Options::default()
+            };
             let records: Vec<QuarantineRecord> = if ids.is_empty() {
                 q.list().collect::<Result<_, _>>()?
             } else {
@@ -54,10 +59,13 @@ pub fn run(store: &Store, command: QuarantineCommand, printer: &Printer) -> anyh
                     .parse::<Format>()
                     .map_err(|e| e.to_string())
                     .and_then(|f| {
-                        f.decode(&Record {
-                            line: r.line.unwrap_or(1),
-                            bytes: r.raw.clone().into_bytes(),
-                        })
+                        pipeline::decode_record(
+                            f,
+                            &r.source,
+                            r.line.unwrap_or(1),
+                            r.raw.as_bytes(),
+                            &options,
+                        )
                     });
                 match decoded {
                     Ok(events) if !r.truncated => {

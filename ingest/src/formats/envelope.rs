@@ -1,11 +1,20 @@
 //! `--format envelope`: each record is one Envelope v1.
 
 use annal_schemas::Envelope;
+use serde_json::Value;
 
-use crate::Record;
+use super::Emitter;
+use crate::{redact, Record};
 
-pub(super) fn decode(record: &Record) -> Result<Vec<Envelope>, String> {
-    Envelope::parse(&record.bytes)
-        .map(|e| vec![e])
-        .map_err(|e| e.to_string())
+/// The fast path: raw bytes straight into the envelope type.
+pub(super) fn decode(record: &Record) -> Result<Envelope, String> {
+    Envelope::parse(&record.bytes).map_err(|e| e.to_string())
+}
+
+/// An envelope met by `--format auto` (already parsed).
+pub(super) fn from_value(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
+    let mut env = Envelope::from_value(doc).map_err(|e| e.to_string())?;
+    redact::value(&mut env.data);
+    emit.out.events.push(env);
+    Ok(())
 }

@@ -1,39 +1,219 @@
-//! Input formats: each turns one framed record into envelopes.
+//! Input formats: each turns one parsed document into envelopes.
+//!
+//! A record is parsed once (JSON or YAML, see [`crate::document`]) and
+//! classified by its content ([`Kind`]): an audit event, an Argo CD
+//! Application, a Flux Kustomization, a plain object... `--format auto`
+//! decodes every kind; a named format accepts its own kinds (plus plain
+//! objects in GitOps dumps) and rejects the rest with a hint.
+//!
+//! Every envelope leaves here redacted ([`crate::redact`]) and validated, with
+//! a deterministic id ([`ids`]) so that re-ingesting a file appends nothing.
 
 use std::fmt;
 use std::str::FromStr;
 
-use annal_schemas::Envelope;
+use annal_schemas::{Actor, Envelope, EventType, Timestamp, SCHEMA_V1};
+use serde_json::Value;
 
-use crate::Record;
+use crate::document::{self, Syntax};
+use crate::{redact, Record};
 
+mod argocd;
 mod envelope;
+mod fleet;
+mod flux;
+mod ids;
+mod k8s_audit;
+mod k8s_event;
+mod k8s_object;
+mod kind;
+mod time;
+
+pub use kind::Kind;
+pub use time::TimeSource;
 
 /// An input format, named by `--format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
+    /// Detect each document's kind from its content.
+    Auto,
     /// Envelope v1 records (JSON Lines or a JSON array).
     Envelope,
+    /// Kubernetes audit events (`audit.k8s.io` v1/v1beta1, JSONL or
+    /// EventList) and admission request captures.
+    K8sAudit,
+    /// Kubernetes objects (single, `*List`, multi-document YAML, watch events).
+    K8sObject,
+    /// Argo CD Applications, AppProjects and cluster Secrets.
+    ArgoCd,
+    /// Flux Kustomizations, HelmReleases and notification-controller events.
+    Flux,
+    /// Rancher Fleet BundleDeployments.
+    Fleet,
+    /// core/v1 and events.k8s.io/v1 Events.
+    K8sEvent,
 }
 
 impl Format {
     /// Every format, for help texts.
-    pub const ALL: [Format; 1] = [Format::Envelope];
+    pub const ALL: [Format; 8] = [
+        Format::Auto,
+        Format::Envelope,
+        Format::K8sAudit,
+        Format::K8sObject,
+        Format::ArgoCd,
+        Format::Flux,
+        Format::Fleet,
+        Format::K8sEvent,
+    ];
 
     /// The `--format` name.
     pub fn name(&self) -> &'static str {
         match self {
+            Format::Auto => "auto",
             Format::Envelope => "envelope",
+            Format::K8sAudit => "k8s-audit",
+            Format::K8sObject => "k8s-object",
+            Format::ArgoCd => "argocd",
+            Format::Flux => "flux",
+            Format::Fleet => "fleet",
+            Format::K8sEvent => "k8s-event",
         }
     }
 
-    /// Decodes one record. The error names the field at fault; the caller
-    /// adds the file and line.
-    pub fn decode(&self, record: &Record) -> Result<Vec<Envelope>, String> {
-        match self {
-            Format::Envelope => envelope::decode(record),
+    /// Whether this format reads YAML (envelopes are JSON only).
+    pub fn reads_yaml(&self) -> bool {
+        *self != Format::Envelope
+    }
+
+    /// Decodes one framed record into `out`. A record-level error (it does
+    /// not parse, or is not this format) is returned; errors in one item of
+    /// a list are recorded in `out` and the other items still decode.
+    pub fn decode(
+        &self,
+        record: &Record,
+        syntax: Syntax,
+        ctx: &Context<'_>,
+        out: &mut Output,
+    ) -> Result<(), DecodeError> {
+        if *self == Format::Envelope {
+            let mut env = envelope::decode(record).map_err(DecodeError::reason)?;
+            redact::value(&mut env.data);
+            out.events.push(env);
+            return Ok(());
         }
+        let doc = document::parse(record, syntax).map_err(|e| DecodeError {
+            line: Some(e.line),
+            reason: e.message,
+        })?;
+        let before = out.events.len();
+        let result = self.document(doc, ctx, out, "");
+        if result.is_err() {
+            out.events.truncate(before);
+        }
+        result.map_err(DecodeError::reason)
+    }
+
+    /// Decodes one document (or list item, `path` naming where it sits).
+    fn document(
+        &self,
+        doc: Value,
+        ctx: &Context<'_>,
+        out: &mut Output,
+        path: &str,
+    ) -> Result<(), String> {
+        let kind = Kind::of(&doc).map_err(|e| at(path, &e))?;
+        if !self.accepts(kind) {
+            return Err(at(
+                path,
+                &format!(
+                    "not {} input: this is {} (try --format {})",
+                    self.name(),
+                    kind.describe(),
+                    kind.format().name()
+                ),
+            ));
+        }
+        let mut emit = Emitter { ctx, out, path };
+        let result = match kind {
+            Kind::Envelope => envelope::from_value(doc, &mut emit),
+            Kind::List | Kind::AuditList => {
+                let Value::Object(mut map) = doc else {
+                    unreachable!("Kind::of checked the list shape")
+                };
+                let items = match map.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                };
+                for (i, item) in items.into_iter().enumerate() {
+                    let item_path = format!("{path}items[{i}].");
+                    let mut item_ctx = *ctx;
+                    item_ctx.item = Some(i);
+                    let kept = item.clone();
+                    let before = out.events.len();
+                    if let Err(reason) = self.document(item, &item_ctx, out, &item_path) {
+                        out.events.truncate(before);
+                        out.reject(reason, kept);
+                    }
+                }
+                Ok(())
+            }
+            Kind::AuditEvent => k8s_audit::event(doc, &mut emit),
+            Kind::Admission => k8s_audit::admission(doc, &mut emit),
+            Kind::Watch => k8s_object::watch(doc, &mut emit),
+            Kind::Object => k8s_object::observed(doc, &mut emit),
+            Kind::KubeEvent => k8s_event::event(doc, &mut emit),
+            Kind::OtelEvent => k8s_event::otel(doc, &mut emit),
+            Kind::Application => argocd::application(doc, &mut emit, *self != Format::K8sObject),
+            Kind::AppProject => argocd::project(doc, &mut emit),
+            Kind::ClusterSecret => {
+                argocd::cluster_secret(doc, &mut emit, *self != Format::K8sObject)
+            }
+            Kind::Kustomization | Kind::HelmRelease => {
+                flux::resource(doc, kind, &mut emit, *self != Format::K8sObject)
+            }
+            Kind::FluxEvent => flux::notification(doc, &mut emit),
+            Kind::BundleDeployment => {
+                fleet::bundle_deployment(doc, &mut emit, *self != Format::K8sObject)
+            }
+            Kind::ConversionReview | Kind::Fragment | Kind::Unnamed => {
+                out.skip(kind.describe());
+                Ok(())
+            }
+        };
+        result.map_err(|e| at(path, &e))
+    }
+
+    fn accepts(&self, kind: Kind) -> bool {
+        use Kind::*;
+        match self {
+            Format::Auto => true,
+            Format::Envelope => kind == Envelope,
+            Format::K8sAudit => matches!(kind, AuditEvent | AuditList | Admission),
+            Format::K8sObject => !matches!(
+                kind,
+                Envelope | AuditEvent | AuditList | Admission | FluxEvent | Fragment
+            ),
+            Format::ArgoCd => matches!(
+                kind,
+                Application | AppProject | ClusterSecret | List | Object | Unnamed
+            ),
+            Format::Flux => matches!(
+                kind,
+                Kustomization | HelmRelease | FluxEvent | List | Object | KubeEvent | Unnamed
+            ),
+            Format::Fleet => matches!(kind, BundleDeployment | List | Object | Unnamed),
+            Format::K8sEvent => matches!(kind, KubeEvent | OtelEvent | List),
+        }
+    }
+}
+
+fn at(path: &str, reason: &str) -> String {
+    if path.is_empty() || reason.starts_with(path) {
+        reason.to_string()
+    } else {
+        format!("{}: {reason}", path.trim_end_matches('.'))
     }
 }
 
@@ -45,7 +225,7 @@ impl fmt::Display for Format {
 
 /// A `--format` value that names no format.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown format {0:?} (known: envelope)")]
+#[error("unknown format {0:?} (known: auto, envelope, k8s-audit, k8s-object, argocd, flux, fleet, k8s-event)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -56,5 +236,164 @@ impl FromStr for Format {
             .into_iter()
             .find(|f| f.name() == s)
             .ok_or_else(|| UnknownFormat(s.to_string()))
+    }
+}
+
+/// A record that was rejected as a whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// The line at fault when it is not the record's first (parse errors).
+    pub line: Option<u64>,
+    /// Why, naming the field at fault.
+    pub reason: String,
+}
+
+impl DecodeError {
+    fn reason(reason: String) -> Self {
+        DecodeError { line: None, reason }
+    }
+}
+
+/// What the caller knows about where records come from.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// Input name (file path or `-`), for `source` and messages.
+    pub input: &'a str,
+    /// Line where the record starts.
+    pub line: u64,
+    /// Index within a list, when decoding a list item.
+    pub item: Option<usize>,
+    /// `--cluster`: the cluster of inputs that do not name one.
+    pub cluster: Option<&'a str>,
+    /// `--time`: valid time for inputs that carry none (objects: always).
+    pub time: Option<Timestamp>,
+    /// The input file's modification time (or the start of ingest for
+    /// stdin): the last resort for valid time.
+    pub file_time: Timestamp,
+}
+
+impl<'a> Context<'a> {
+    /// A context for `input` with no flags.
+    pub fn new(input: &'a str, file_time: Timestamp) -> Self {
+        Context {
+            input,
+            line: 1,
+            item: None,
+            cluster: None,
+            time: None,
+            file_time,
+        }
+    }
+}
+
+/// What decoding produced.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Envelopes, redacted and validated.
+    pub events: Vec<Envelope>,
+    /// Items of a list that were rejected: reason and the (redacted) item.
+    pub rejected: Vec<(String, Value)>,
+    /// Documents that carry nothing to record, with the reason.
+    pub skipped: Vec<String>,
+    /// How the valid time of each event was chosen.
+    pub times: TimeCounts,
+}
+
+impl Output {
+    fn reject(&mut self, reason: String, mut item: Value) {
+        redact::value(&mut item);
+        self.rejected.push((reason, item));
+    }
+
+    fn skip(&mut self, reason: &str) {
+        self.skipped.push(reason.to_string());
+    }
+}
+
+/// Counts of events by [`TimeSource`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeCounts(pub [u64; TimeSource::COUNT]);
+
+impl TimeCounts {
+    /// Adds another count.
+    pub fn add(&mut self, other: &TimeCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    /// Non-zero counts with their source.
+    pub fn iter(&self) -> impl Iterator<Item = (TimeSource, u64)> + '_ {
+        TimeSource::ALL
+            .into_iter()
+            .zip(self.0)
+            .filter(|(_, n)| *n > 0)
+    }
+}
+
+/// The decoders' handle: builds, redacts, validates and collects envelopes.
+struct Emitter<'c, 'a> {
+    ctx: &'c Context<'a>,
+    out: &'c mut Output,
+    path: &'c str,
+}
+
+/// An event under construction.
+struct Event {
+    event_type: EventType,
+    id: String,
+    time: (Timestamp, TimeSource),
+    cluster: Option<String>,
+    actor: Option<Actor>,
+    data: Value,
+}
+
+impl Emitter<'_, '_> {
+    /// The cluster from `--cluster`, or an error that says to pass it.
+    fn cluster(&self, what: &str) -> Result<String, String> {
+        self.ctx
+            .cluster
+            .map(str::to_string)
+            .ok_or_else(|| format!("{what} names no cluster: pass --cluster ID"))
+    }
+
+    /// Valid time: the record's own, else `--time`, else the file's.
+    fn time(&self, own: Option<Timestamp>) -> (Timestamp, TimeSource) {
+        match (own, self.ctx.time) {
+            (Some(t), _) => (t, TimeSource::Record),
+            (None, Some(t)) => (t, TimeSource::Flag),
+            (None, None) => (self.ctx.file_time, TimeSource::File),
+        }
+    }
+
+    fn skip(&mut self, reason: &str) {
+        self.out.skip(reason);
+    }
+
+    /// Redacts, validates and keeps an event.
+    fn emit(&mut self, mut event: Event) -> Result<(), String> {
+        redact::value(&mut event.data);
+        let (time, time_source) = event.time;
+        let mut source = format!("{}:{}", self.ctx.input, self.ctx.line);
+        if !self.path.is_empty() {
+            source.push(' ');
+            source.push_str(self.path.trim_end_matches('.'));
+        }
+        source.push_str(" time=");
+        source.push_str(time_source.as_str());
+        let env = Envelope {
+            schema: SCHEMA_V1.to_string(),
+            id: event.id,
+            event_type: event.event_type,
+            time,
+            cluster: event.cluster,
+            source: Some(source),
+            actor: event.actor,
+            data: event.data,
+        };
+        env.validate().map_err(|e| e.to_string())?;
+        self.out.times.0[time_source as usize] += 1;
+        self.out.events.push(env);
+        Ok(())
     }
 }

@@ -14,6 +14,8 @@ pub struct Input {
     pub name: String,
     /// Size in bytes, when known (for progress).
     pub len: Option<u64>,
+    /// Modification time, when a file: the valid time of last resort.
+    pub mtime: Option<annal_schemas::Timestamp>,
     reader: Box<dyn Read + Send>,
 }
 
@@ -27,14 +29,15 @@ impl Input {
             path: Path::new(path).to_path_buf(),
             source,
         })?;
-        let len = file
-            .metadata()
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| m.len());
+        let meta = file.metadata().ok().filter(|m| m.is_file());
+        let len = meta.as_ref().map(|m| m.len());
+        let mtime = meta
+            .and_then(|m| m.modified().ok())
+            .map(|t| annal_schemas::Timestamp::from(chrono::DateTime::<chrono::Utc>::from(t)));
         Ok(Input {
             name: path.to_string(),
             len,
+            mtime,
             reader: Box::new(file),
         })
     }
@@ -44,6 +47,7 @@ impl Input {
         Input {
             name: name.to_string(),
             len: None,
+            mtime: None,
             reader: Box::new(reader),
         }
     }
