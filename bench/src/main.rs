@@ -39,6 +39,22 @@ enum Command {
         #[arg(long, default_value = "-")]
         out: PathBuf,
     },
+    /// Kubernetes audit-log JSONL: the published audit samples (and
+    /// annal's own) repeated with fresh, seeded auditIDs and timestamps.
+    Audit {
+        /// Number of audit events.
+        #[arg(long, default_value_t = 1_000_000)]
+        count: u64,
+        /// RNG seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Directories or files with audit JSONL to repeat.
+        #[arg(long, required = true)]
+        from: Vec<PathBuf>,
+        /// Output file (`-` for stdout).
+        #[arg(long, default_value = "-")]
+        out: PathBuf,
+    },
     /// Per-stage CPU cost of ingest on a JSONL file of envelopes (µs/event).
     Stages {
         /// Envelope JSONL file.
@@ -64,7 +80,85 @@ fn main() -> anyhow::Result<()> {
             envelopes(&mut w, count, size, clusters.max(1), seed)?;
             w.flush()?;
         }
+        Command::Audit {
+            count,
+            seed,
+            from,
+            out,
+        } => {
+            let sink: Box<dyn Write> = if out.as_os_str() == "-" {
+                Box::new(std::io::stdout().lock())
+            } else {
+                Box::new(File::create(&out)?)
+            };
+            let mut w = BufWriter::with_capacity(1 << 20, sink);
+            audit(&mut w, count, seed, &from)?;
+            w.flush()?;
+        }
         Command::Stages { input } => stages(&input)?,
+    }
+    Ok(())
+}
+
+/// Audit events to repeat: every line of every `*.jsonl` under `from`
+/// that is an audit event (has `auditID`), in path order.
+fn audit_templates(from: &[PathBuf]) -> anyhow::Result<Vec<serde_json::Value>> {
+    let mut files = Vec::new();
+    let mut stack: Vec<PathBuf> = from.to_vec();
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            for e in std::fs::read_dir(&p)? {
+                stack.push(e?.path());
+            }
+        } else if p.extension().is_some_and(|e| e == "jsonl") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        for line in std::fs::read_to_string(&f)?.lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                if v.get("auditID").is_some() && v.get("verb").is_some() {
+                    out.push(v);
+                }
+            }
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "no audit events found under {from:?}");
+    Ok(out)
+}
+
+/// Writes `count` audit events cycling through the templates, each with a
+/// fresh auditID (seeded) and a timestamp one millisecond after the last.
+fn audit(w: &mut impl Write, count: u64, seed: u64, from: &[PathBuf]) -> anyhow::Result<()> {
+    let templates = audit_templates(from)?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let start = 1_793_520_000_000i64; // 2026-11-01T08:00:00Z in ms
+    for i in 0..count {
+        let mut ev = templates[(i as usize) % templates.len()].clone();
+        let id: u128 = rng.random();
+        let hex = format!("{id:032x}");
+        ev["auditID"] = format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        )
+        .into();
+        let ts = chrono::DateTime::from_timestamp_millis(start + i as i64)
+            .unwrap_or_default()
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string();
+        for key in ["stageTimestamp", "requestReceivedTimestamp", "timestamp"] {
+            if ev.get(key).is_some() {
+                ev[key] = ts.clone().into();
+            }
+        }
+        serde_json::to_writer(&mut *w, &ev)?;
+        w.write_all(b"\n")?;
     }
     Ok(())
 }

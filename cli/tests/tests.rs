@@ -4,4 +4,5 @@ mod util;
 
 mod crash;
 mod ingest;
+mod redaction;
 mod tamper;

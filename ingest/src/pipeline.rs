@@ -181,25 +181,17 @@ impl Reader {
         for input in inputs {
             let name = input.name.clone();
             let file_time = input.mtime.unwrap_or(self.started);
-            let mut buffered = input.into_buffered(counter.clone());
+            let buffered = input.into_buffered(counter.clone());
             let io_error = |source| IngestError::Io {
                 path: PathBuf::from(&name),
                 source,
             };
-            let syntax = if self.format.reads_yaml() {
-                match Syntax::sniff(&mut buffered) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = tx.send(Err(io_error(e)));
-                        return;
-                    }
+            let (syntax, framer) = match frame(self.format, buffered) {
+                Ok(f) => f,
+                Err(e) => {
+                    let _ = tx.send(Err(io_error(e)));
+                    return;
                 }
-            } else {
-                Syntax::Json
-            };
-            let framer: Box<dyn Iterator<Item = std::io::Result<Framed>>> = match syntax {
-                Syntax::Json => Box::new(RecordReader::new(buffered)),
-                Syntax::Yaml => Box::new(YamlReader::new(buffered)),
             };
             let mut ctx = Context::new(&name, file_time);
             ctx.cluster = self.cluster.as_deref();
@@ -282,6 +274,88 @@ impl Reader {
             }
         }
     }
+}
+
+/// Records out of one input, whatever its syntax.
+type Framer<'a> = Box<dyn Iterator<Item = std::io::Result<Framed>> + 'a>;
+
+/// The framer for an input: JSON or YAML as sniffed (envelopes: JSON).
+fn frame<'a, R: std::io::BufRead + Send + 'a>(
+    format: Format,
+    mut input: R,
+) -> std::io::Result<(Syntax, Framer<'a>)> {
+    let syntax = if format.reads_yaml() {
+        Syntax::sniff(&mut input)?
+    } else {
+        Syntax::Json
+    };
+    let framer: Framer<'a> = match syntax {
+        Syntax::Json => Box::new(RecordReader::new(input)),
+        Syntax::Yaml => Box::new(YamlReader::new(input)),
+    };
+    Ok((syntax, framer))
+}
+
+/// Everything an in-memory input decodes to, without a store: for
+/// `--dry-run`-style checks, tests and the fuzz targets.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// Envelopes, redacted and validated.
+    pub events: Vec<annal_schemas::Envelope>,
+    /// Rejections, with redacted raw bytes.
+    pub rejected: Vec<Rejected>,
+    /// Documents with nothing to record, by reason.
+    pub skipped: BTreeMap<String, u64>,
+}
+
+/// Frames and decodes `bytes` as `format` would be ingested.
+pub fn decode_bytes(format: Format, name: &str, bytes: &[u8], options: &Options) -> Decoded {
+    let mut out = Decoded::default();
+    let (syntax, framer) = match frame(format, bytes) {
+        Ok(f) => f,
+        Err(_) => return out,
+    };
+    let mut ctx = Context::new(name, options.time.unwrap_or_else(Timestamp::now));
+    ctx.cluster = options.cluster.as_deref();
+    ctx.time = options.time;
+    for framed in framer {
+        match framed {
+            Ok(Framed::Record(record)) => {
+                ctx.line = record.line;
+                let mut decoded = Output::default();
+                match format.decode(&record, syntax, &ctx, &mut decoded) {
+                    Ok(()) => {
+                        out.events.extend(decoded.events);
+                        for (reason, item) in decoded.rejected {
+                            out.rejected.push(Rejected {
+                                source: name.to_string(),
+                                line: Some(record.line),
+                                reason,
+                                raw: document::to_bytes(&item, syntax),
+                            });
+                        }
+                        for reason in decoded.skipped {
+                            *out.skipped.entry(reason).or_default() += 1;
+                        }
+                    }
+                    Err(e) => out.rejected.push(Rejected {
+                        source: name.to_string(),
+                        line: Some(e.line.unwrap_or(record.line)),
+                        reason: e.reason,
+                        raw: redacted_raw(&record.bytes, syntax),
+                    }),
+                }
+            }
+            Ok(Framed::Broken { line, reason, raw }) => out.rejected.push(Rejected {
+                source: name.to_string(),
+                line: Some(line),
+                reason,
+                raw: redact::scrub_text(&raw),
+            }),
+            Err(_) => break,
+        }
+    }
+    out
 }
 
 /// Decodes one stand-alone record (a quarantined one, on retry): all of it

@@ -4,3 +4,4 @@
 mod arrival_order;
 mod conformance;
 mod framing;
+mod ownership;

@@ -273,7 +273,7 @@ impl<'a> AppView<'a> {
             "argocd",
             event_type,
             &self.cluster,
-            time_in_id.then_some(&time.0),
+            time_in_id.then_some(&time),
             &data,
         );
         emit.emit(Event {

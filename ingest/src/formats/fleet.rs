@@ -62,7 +62,7 @@ pub(super) fn bundle_deployment(
                     event_type: EventType,
                     data: Value,
                     time: (annal_schemas::Timestamp, TimeSource)| {
-            let id = ids::content("fleet", event_type, &cluster, Some(&time.0), &data);
+            let id = ids::content("fleet", event_type, &cluster, Some(&time), &data);
             emit.emit(Event {
                 event_type,
                 id,

@@ -98,7 +98,7 @@ pub(super) fn notification(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(),
         .collect();
     let mut event = json!({
         "api_version": "notification.toolkit.fluxcd.io/event",
-        "name": format!("{name}.{}", &ids::content("", EventType::KubeEvent, &cluster, Some(&time.0), &doc)[1..17]),
+        "name": format!("{name}.{}", &ids::content("", EventType::KubeEvent, &cluster, Some(&time), &doc)[1..17]),
         "namespace": ns,
         "involved": {"group": group, "version": version, "kind": kind, "namespace": ns, "name": name},
         "reason": reason,
@@ -121,7 +121,7 @@ pub(super) fn notification(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(),
         "flux-event",
         EventType::KubeEvent,
         &cluster,
-        Some(&time.0),
+        Some(&time),
         &event,
     );
     emit.emit(Event {
@@ -181,7 +181,7 @@ impl App {
             "flux",
             event_type,
             &self.cluster,
-            in_id.then_some(&time.0),
+            in_id.then_some(&time),
             &data,
         );
         emit.emit(Event {

@@ -136,7 +136,7 @@ pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
         "k8s-event",
         EventType::KubeEvent,
         &cluster,
-        Some(&time.0),
+        Some(&time),
         &data,
     );
     emit.emit(Event {

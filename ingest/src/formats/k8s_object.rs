@@ -59,7 +59,7 @@ pub(super) fn deleted_on(
         "k8s-object",
         EventType::ObjectDeleted,
         &cluster,
-        Some(&time.0),
+        Some(&time),
         &data,
     );
     emit.emit(Event {
