@@ -178,3 +178,101 @@ fn version_help_and_demo_work_for_a_newcomer() {
     );
     assert_eq!(csv.lines().count(), 6);
 }
+
+#[test]
+fn real_formats_auto_detect_need_a_cluster_and_report_time_sources() {
+    let l = Ledger::new();
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: b\ndata:\n  k: v\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: b\n";
+    let f = l.file("objects.yaml", yaml);
+
+    // Without --cluster: each object is rejected with a hint, exit 2.
+    let out = l.run(&["ingest", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "{}:1: this object names no cluster: pass --cluster ID",
+            path_str(&f)
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:8:", path_str(&f))), "{err}");
+
+    // With it: stored, the time source reported; again: nothing appended.
+    let out = l.run(&[
+        "ingest",
+        "--cluster",
+        "prod",
+        "--time",
+        "2026-11-01T10:00:00Z",
+        path_str(&f),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["appended"], 2);
+    assert_eq!(doc["time_sources"], serde_json::json!({"--time": 2}));
+    let (code, again) = l.json(&[
+        "ingest",
+        "--cluster",
+        "prod",
+        "--time",
+        "2026-11-01T10:00:00Z",
+        path_str(&f),
+    ]);
+    assert_eq!(
+        (code, counts(&again)),
+        (
+            Some(0),
+            serde_json::json!({"appended": 0, "duplicates": 2, "rejected": 0})
+        )
+    );
+
+    // A named format refuses another format's documents.
+    let out = l.run(&[
+        "ingest",
+        "--format",
+        "k8s-audit",
+        "--cluster",
+        "prod",
+        path_str(&f),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("try --format k8s-object"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Unknown formats and bad times are usage errors naming the choices.
+    let out = l.run(&["ingest", "--format", "helm3", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("known: auto, envelope, k8s-audit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = l.run(&["ingest", "--time", "yesterday", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("RFC 3339"), "{}", stderr(&out));
+}
+
+#[test]
+fn quarantined_objects_can_be_retried_with_the_missing_cluster() {
+    let l = Ledger::new();
+    let f = l.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: b\n",
+    );
+    let out = l.run(&["ingest", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(2));
+    let (code, table) = l.json(&["quarantine", "retry"]);
+    assert_eq!(code, Some(2), "still no cluster: {table}");
+    let (code, table) = l.json(&["quarantine", "retry", "--cluster", "prod"]);
+    assert_eq!(code, Some(0), "{table}");
+    assert_eq!(table[0]["result"], "appended");
+    assert_eq!(l.size(), 1);
+    let (_, list) = l.json(&["quarantine", "list"]);
+    assert_eq!(list, serde_json::json!([]));
+}

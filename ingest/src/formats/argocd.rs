@@ -25,7 +25,7 @@ use annal_schemas::EventType;
 use serde_json::{json, Map, Value};
 
 use super::time::{self, TimeSource};
-use super::{ids, k8s_object, Emitter, Event};
+use super::{k8s_object, Emitter, Event, Id};
 use crate::redact;
 
 /// Argo CD's name for the cluster it runs in.
@@ -147,13 +147,7 @@ pub(super) fn cluster_secret(
             Some(t) => (t, TimeSource::Flag),
             None => emit.time(own),
         };
-        let id = ids::content(
-            "argocd",
-            EventType::ClusterRegistered,
-            &cluster,
-            None,
-            &data,
-        );
+        let id = Id::content("argocd", false);
         emit.emit(Event {
             event_type: EventType::ClusterRegistered,
             id,
@@ -269,13 +263,7 @@ impl<'a> AppView<'a> {
         data: Value,
         time_in_id: bool,
     ) -> Result<(), String> {
-        let id = ids::content(
-            "argocd",
-            event_type,
-            &self.cluster,
-            time_in_id.then_some(&time),
-            &data,
-        );
+        let id = Id::content("argocd", time_in_id);
         emit.emit(Event {
             event_type,
             id,

@@ -14,7 +14,7 @@ use annal_schemas::EventType;
 use serde_json::{json, Value};
 
 use super::time::TimeSource;
-use super::{ids, k8s_object, Emitter, Event};
+use super::{k8s_object, Emitter, Event, Id};
 
 const LABEL_CLUSTER: &str = "fleet.cattle.io/cluster";
 const LABEL_BUNDLE: &str = "fleet.cattle.io/bundle-name";
@@ -62,7 +62,7 @@ pub(super) fn bundle_deployment(
                     event_type: EventType,
                     data: Value,
                     time: (annal_schemas::Timestamp, TimeSource)| {
-            let id = ids::content("fleet", event_type, &cluster, Some(&time), &data);
+            let id = Id::content("fleet", true);
             emit.emit(Event {
                 event_type,
                 id,

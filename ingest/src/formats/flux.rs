@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::kind::Kind;
 use super::time::{self, TimeSource};
-use super::{ids, k8s_object, Emitter, Event};
+use super::{ids, k8s_object, Emitter, Event, Id};
 
 /// A Kustomization or HelmRelease.
 pub(super) fn resource(
@@ -117,13 +117,7 @@ pub(super) fn notification(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(),
     if !annotations.is_empty() {
         event["annotations"] = Value::Object(annotations);
     }
-    let id = ids::content(
-        "flux-event",
-        EventType::KubeEvent,
-        &cluster,
-        Some(&time),
-        &event,
-    );
+    let id = Id::content("flux-event", true);
     emit.emit(Event {
         event_type: EventType::KubeEvent,
         id,
@@ -177,13 +171,7 @@ impl App {
         data: Value,
     ) -> Result<(), String> {
         let in_id = event_type != EventType::AppDeclared;
-        let id = ids::content(
-            "flux",
-            event_type,
-            &self.cluster,
-            in_id.then_some(&time),
-            &data,
-        );
+        let id = Id::content("flux", in_id);
         emit.emit(Event {
             event_type,
             id,

@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::kind::json_type;
 use super::time::{self, TimeSource};
-use super::{k8s_object, Emitter, Event};
+use super::{k8s_object, Emitter, Event, Id};
 use crate::redact;
 
 /// Audit-log key of the credential the request was authenticated with.
@@ -128,11 +128,11 @@ pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
     {
         map.insert("status_message".into(), m.into());
     }
-    let id = format!(
+    let id = Id::Fixed(format!(
         "k8s-audit:{cluster}:{}:{}",
         data["audit_id"].as_str().unwrap_or(""),
         data["stage"].as_str().unwrap_or("")
-    );
+    ));
     emit.emit(Event {
         event_type: EventType::AuditRequest,
         id,
@@ -193,7 +193,7 @@ pub(super) fn admission(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), St
             map["object_ref"]["subresource"] = sub.into();
         }
     }
-    let id = format!("k8s-admission:{cluster}:{uid}");
+    let id = Id::Fixed(format!("k8s-admission:{cluster}:{uid}"));
     emit.emit(Event {
         event_type: EventType::AuditRequest,
         id,
@@ -322,39 +322,32 @@ impl Change<'_> {
     }
 
     fn observe_n(&self, object: Value, n: usize, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
-        let mut object = object;
-        redact::value(&mut object);
-        let before = emit.out.events.len();
         k8s_object::observed_on(
             object,
             self.cluster.to_string(),
             self.time,
             self.actor.clone(),
+            Some(self.id(n)),
             emit,
-        )?;
-        self.rekey(before, n, emit);
-        Ok(())
+        )
     }
 
     fn delete(&self, identity: &Value, n: usize, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
-        let before = emit.out.events.len();
         k8s_object::deleted_on(
             identity,
             self.cluster.to_string(),
             self.time,
             self.actor.clone(),
+            Some(self.id(n)),
             emit,
-        )?;
-        self.rekey(before, n, emit);
-        Ok(())
+        )
     }
 
     /// One logical change per auditID: the id is the request's, not the
-    /// content's, so the stages of one request cannot record it twice.
-    fn rekey(&self, before: usize, n: usize, emit: &mut Emitter<'_, '_>) {
-        for env in &mut emit.out.events[before..] {
-            env.id = format!("k8s-audit:{}:{}#{n}", self.cluster, self.audit_id);
-        }
+    /// content's, so the stages of one request cannot record it twice
+    /// (`n` numbers the objects of a deletecollection).
+    fn id(&self, n: usize) -> String {
+        format!("k8s-audit:{}:{}#{n}", self.cluster, self.audit_id)
     }
 
     /// The object a request addressed, from `objectRef`.

@@ -13,7 +13,7 @@ use annal_schemas::EventType;
 use serde_json::{json, Map, Value};
 
 use super::time;
-use super::{ids, Emitter, Event};
+use super::{Emitter, Event, Id};
 
 /// One Event object.
 pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
@@ -132,13 +132,7 @@ pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
         map.insert("annotations".into(), json!(annotations));
     }
     let time = emit.time(own_time);
-    let id = ids::content(
-        "k8s-event",
-        EventType::KubeEvent,
-        &cluster,
-        Some(&time),
-        &data,
-    );
+    let id = Id::content("k8s-event", true);
     emit.emit(Event {
         event_type: EventType::KubeEvent,
         id,

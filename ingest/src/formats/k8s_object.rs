@@ -10,13 +10,13 @@ use annal_schemas::{EventType, Timestamp};
 use serde_json::{Map, Value};
 
 use super::time::{self, TimeSource};
-use super::{ids, Emitter, Event};
+use super::{Emitter, Event, Id};
 
 /// An object, as a whole → `object.observed` on `--cluster`.
 pub(super) fn observed(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
     let cluster = emit.cluster("this object")?;
     let time = object_time(&doc, emit);
-    observed_on(doc, cluster, time, None, emit)
+    observed_on(doc, cluster, time, None, None, emit)
 }
 
 /// Records `doc` as observed on `cluster` at `time`.
@@ -25,17 +25,11 @@ pub(super) fn observed_on(
     cluster: String,
     time: (Timestamp, TimeSource),
     actor: Option<annal_schemas::Actor>,
+    id: Option<String>,
     emit: &mut Emitter<'_, '_>,
 ) -> Result<(), String> {
     normalize(&mut doc);
-    crate::redact::value(&mut doc);
-    let id = ids::content(
-        "k8s-object",
-        EventType::ObjectObserved,
-        &cluster,
-        None,
-        &doc,
-    );
+    let id = id.map_or(Id::content("k8s-object", false), Id::Fixed);
     emit.emit(Event {
         event_type: EventType::ObjectObserved,
         id,
@@ -52,16 +46,11 @@ pub(super) fn deleted_on(
     cluster: String,
     time: (Timestamp, TimeSource),
     actor: Option<annal_schemas::Actor>,
+    id: Option<String>,
     emit: &mut Emitter<'_, '_>,
 ) -> Result<(), String> {
     let data = deletion_identity(identity);
-    let id = ids::content(
-        "k8s-object",
-        EventType::ObjectDeleted,
-        &cluster,
-        Some(&time),
-        &data,
-    );
+    let id = id.map_or(Id::content("k8s-object", true), Id::Fixed);
     emit.emit(Event {
         event_type: EventType::ObjectDeleted,
         id,
@@ -89,7 +78,7 @@ pub(super) fn watch(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
         "DELETED" => {
             let cluster = emit.cluster("this watch event")?;
             let time = object_time(&object, emit);
-            deleted_on(&object, cluster, time, None, emit).map_err(|e| format!("object: {e}"))
+            deleted_on(&object, cluster, time, None, None, emit).map_err(|e| format!("object: {e}"))
         }
         "BOOKMARK" => {
             emit.skip("a watch BOOKMARK (a resourceVersion marker, no object)");

@@ -338,10 +338,25 @@ struct Emitter<'c, 'a> {
     path: &'c str,
 }
 
+/// How an event's id is made (see [`ids`]).
+enum Id {
+    /// The source's own unique id.
+    Fixed(String),
+    /// Content-addressed: `<prefix>:<hash>` of the redacted event, with the
+    /// valid time when `time` is set.
+    Content { prefix: &'static str, time: bool },
+}
+
+impl Id {
+    fn content(prefix: &'static str, time: bool) -> Id {
+        Id::Content { prefix, time }
+    }
+}
+
 /// An event under construction.
 struct Event {
     event_type: EventType,
-    id: String,
+    id: Id,
     time: (Timestamp, TimeSource),
     cluster: Option<String>,
     actor: Option<Actor>,
@@ -370,9 +385,20 @@ impl Emitter<'_, '_> {
         self.out.skip(reason);
     }
 
-    /// Redacts, validates and keeps an event.
+    /// Redacts, names, validates and keeps an event.
     fn emit(&mut self, mut event: Event) -> Result<(), String> {
         redact::value(&mut event.data);
+        let cluster = event.cluster.as_deref().unwrap_or("");
+        let id = match event.id {
+            Id::Fixed(id) => id,
+            Id::Content { prefix, time } => ids::content(
+                prefix,
+                event.event_type,
+                cluster,
+                time.then_some(&event.time),
+                &event.data,
+            ),
+        };
         let (time, time_source) = event.time;
         let mut source = format!("{}:{}", self.ctx.input, self.ctx.line);
         if !self.path.is_empty() {
@@ -383,7 +409,7 @@ impl Emitter<'_, '_> {
         source.push_str(time_source.as_str());
         let env = Envelope {
             schema: SCHEMA_V1.to_string(),
-            id: event.id,
+            id,
             event_type: event.event_type,
             time,
             cluster: event.cluster,
