@@ -3,10 +3,15 @@
 
 Every line of examples/quickstart.jsonl must validate against
 schemas/json/envelope.v1.schema.json, and a set of broken variants of them
-must not (the same mistakes the Rust validator rejects). Needs `jsonschema`.
+must not (the same mistakes the Rust validator rejects). With a ledger
+directory as argument, every event stored in it (the `event` of each leaf
+in DATA/log/*.jsonl) must validate too: that checks what the format
+adapters emit against the published schema. Needs `jsonschema`.
 """
 import copy
+import glob
 import json
+import os
 import sys
 
 import jsonschema
@@ -43,5 +48,22 @@ for name, event in bad.items():
         failures += 1
         print(f"broken example accepted: {name}")
 
-print(f"schema check: {len(events)} examples valid, {len(bad)} broken variants rejected" if not failures else "schema check: FAILED")
+stored = 0
+if len(sys.argv) > 1:
+    by_type = {}
+    for path in sorted(glob.glob(os.path.join(sys.argv[1], "log", "*.jsonl"))):
+        for line in open(path):
+            event = json.loads(line)["event"]
+            stored += 1
+            by_type[event["type"]] = by_type.get(event["type"], 0) + 1
+            errors = list(validator.iter_errors(event))
+            if errors:
+                failures += 1
+                print(f"stored event {event['id']} ({event['type']}) rejected: {errors[0].message} at {list(errors[0].path)}")
+    if stored == 0:
+        failures += 1
+        print(f"no stored events under {sys.argv[1]}")
+    print("stored events checked: " + ", ".join(f"{t} {n}" for t, n in sorted(by_type.items())))
+
+print(f"schema check: {len(events)} examples and {stored} stored events valid, {len(bad)} broken variants rejected" if not failures else "schema check: FAILED")
 sys.exit(1 if failures else 0)

@@ -45,7 +45,15 @@ echo "independent root check: the Python recomputation matches the signed checkp
 
 step "JSON Schema check (Python jsonschema from PyPI)"
 python3 -c 'import jsonschema' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check jsonschema
-python3 scripts/check_schema.py
+cargo run --quiet --locked --bin annal -- --data "$work/formats" init >/dev/null
+cargo run --quiet --locked --bin annal -- --data "$work/formats" ingest --cluster ci --no-progress ingest/testdata/* >/dev/null
+if [ -d ../shared/fixtures/real ]; then
+  # The published samples too (all valid ones: the broken ones are the
+  # conformance test's business).
+  find ../shared/fixtures/real -type f ! -name SOURCES.md ! -path '*/malformed/*' ! -name fal_01_003.jsonl -print0 \
+    | sort -z | xargs -0 cargo run --quiet --locked --bin annal -- --data "$work/formats" ingest --cluster ci --no-progress >/dev/null 2>&1
+fi
+python3 scripts/check_schema.py "$work/formats"
 
 # One closing line over everything that ran (cargo prints one per test binary).
 passed=$(grep -Eo '[0-9]+ passed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+2}')
