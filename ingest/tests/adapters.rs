@@ -437,3 +437,13 @@ fn the_same_object_in_json_or_yaml_gets_the_same_id() {
     let v: &Value = &a.events[0].data;
     assert_eq!(v["data"]["k"], "v");
 }
+
+#[test]
+fn rejection_messages_never_quote_a_secret() {
+    let line = r#"{"schema":"annal.event/v1","id":"h1","type":"app.health","time":"2026-11-01T10:00:00Z","cluster":"c","data":{"app":"a","status":"Bearer s3cr3t-t0ken-value"}}"#;
+    let d = pipeline::decode_bytes(Format::Envelope, "h.jsonl", line.as_bytes(), &Options::default());
+    assert_eq!(d.rejected.len(), 1);
+    let r = &d.rejected[0];
+    assert!(r.reason.contains("data.status"), "{r}");
+    assert!(!r.reason.contains("s3cr3t") && !String::from_utf8_lossy(&r.raw).contains("s3cr3t"), "{r}");
+}

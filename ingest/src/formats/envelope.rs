@@ -7,8 +7,21 @@ use super::Emitter;
 use crate::{redact, Record};
 
 /// The fast path: raw bytes straight into the envelope type.
+///
+/// Validation errors can quote the value at fault; the message of a
+/// rejected envelope is therefore taken from its redacted form, so that a
+/// secret in a mistyped field cannot reach the quarantine or the terminal.
 pub(super) fn decode(record: &Record) -> Result<Envelope, String> {
-    Envelope::parse(&record.bytes).map_err(|e| e.to_string())
+    Envelope::parse(&record.bytes).map_err(|e| {
+        let Ok(mut doc) = serde_json::from_slice::<Value>(&record.bytes) else {
+            return e.to_string();
+        };
+        redact::value(&mut doc);
+        match Envelope::from_value(doc) {
+            Err(redacted) => redacted.to_string(),
+            Ok(_) => e.to_string(),
+        }
+    })
 }
 
 /// An envelope met by `--format auto` (already parsed).
