@@ -81,20 +81,14 @@ mod tests {
 
     #[test]
     fn errors_name_the_line_in_the_file() {
-        let rec = Record {
-            line: 10,
-            bytes: b"{\n  \"a\": 1,\n}\n".to_vec(),
-        };
+        let rec = Record::new(10, b"{\n  \"a\": 1,\n}\n".to_vec());
         let err = parse(&rec, Syntax::Json).unwrap_err();
         assert_eq!(err.line, 12);
         assert!(
             err.message.starts_with("invalid JSON: trailing comma"),
             "{err:?}"
         );
-        let rec = Record {
-            line: 5,
-            bytes: b"---\na:\n  b: 1\n c: 2\n".to_vec(),
-        };
+        let rec = Record::new(5, b"---\na:\n  b: 1\n c: 2\n".to_vec());
         let err = parse(&rec, Syntax::Yaml).unwrap_err();
         assert_eq!(err.line, 8, "{err:?}");
         assert!(err.message.starts_with("invalid YAML"), "{err:?}");

@@ -33,5 +33,5 @@ mod yaml;
 
 pub use error::{IngestError, Rejected};
 pub use formats::{Format, TimeSource};
-pub use record::{Record, RecordReader};
+pub use record::{ListItem, Record, RecordReader, MAX_RECORD_BYTES, STREAM_LIST_BYTES};
 pub use sources::Input;

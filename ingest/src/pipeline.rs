@@ -30,6 +30,9 @@ pub struct Options {
     pub cluster: Option<String>,
     /// `--time`: valid time for inputs that carry none.
     pub time: Option<Timestamp>,
+    /// A top-level list larger than this is streamed item by item
+    /// ([`crate::STREAM_LIST_BYTES`]; tests and fuzzing lower it).
+    pub stream_lists_over: usize,
 }
 
 impl Default for Options {
@@ -38,6 +41,7 @@ impl Default for Options {
             batch_size: default_batch_size(),
             cluster: None,
             time: None,
+            stream_lists_over: crate::STREAM_LIST_BYTES,
         }
     }
 }
@@ -117,6 +121,7 @@ pub fn run(
         cluster: options.cluster.clone(),
         time: options.time,
         started: Timestamp::now(),
+        stream_lists_over: options.stream_lists_over,
     };
     std::thread::scope(|scope| {
         scope.spawn(move || reader.read_all(inputs, counter, tx));
@@ -166,6 +171,7 @@ struct Reader {
     time: Option<Timestamp>,
     /// Stands in for the file time of stdin.
     started: Timestamp,
+    stream_lists_over: usize,
 }
 
 impl Reader {
@@ -186,7 +192,7 @@ impl Reader {
                 path: PathBuf::from(&name),
                 source,
             };
-            let (syntax, framer) = match frame(self.format, buffered) {
+            let (syntax, framer) = match frame(self.format, buffered, self.stream_lists_over) {
                 Ok(f) => f,
                 Err(e) => {
                     let _ = tx.send(Err(io_error(e)));
@@ -283,6 +289,7 @@ type Framer<'a> = Box<dyn Iterator<Item = std::io::Result<Framed>> + 'a>;
 fn frame<'a, R: std::io::BufRead + Send + 'a>(
     format: Format,
     mut input: R,
+    stream_lists_over: usize,
 ) -> std::io::Result<(Syntax, Framer<'a>)> {
     let syntax = if format.reads_yaml() {
         Syntax::sniff(&mut input)?
@@ -290,8 +297,8 @@ fn frame<'a, R: std::io::BufRead + Send + 'a>(
         Syntax::Json
     };
     let framer: Framer<'a> = match syntax {
-        Syntax::Json => Box::new(RecordReader::new(input)),
-        Syntax::Yaml => Box::new(YamlReader::new(input)),
+        Syntax::Json => Box::new(RecordReader::with_list_threshold(input, stream_lists_over)),
+        Syntax::Yaml => Box::new(YamlReader::with_list_threshold(input, stream_lists_over)),
     };
     Ok((syntax, framer))
 }
@@ -311,7 +318,7 @@ pub struct Decoded {
 /// Frames and decodes `bytes` as `format` would be ingested.
 pub fn decode_bytes(format: Format, name: &str, bytes: &[u8], options: &Options) -> Decoded {
     let mut out = Decoded::default();
-    let (syntax, framer) = match frame(format, bytes) {
+    let (syntax, framer) = match frame(format, bytes, options.stream_lists_over) {
         Ok(f) => f,
         Err(_) => return out,
     };
@@ -372,10 +379,7 @@ pub fn decode_record(
     } else {
         Syntax::Json
     };
-    let record = crate::Record {
-        line,
-        bytes: bytes.to_vec(),
-    };
+    let record = crate::Record::new(line, bytes.to_vec());
     let mut ctx = Context::new(source, options.time.unwrap_or_else(Timestamp::now));
     ctx.line = line;
     ctx.cluster = options.cluster.as_deref();

@@ -8,12 +8,22 @@
 //!
 //! Framing never parses the records; it only tracks strings and nesting, so
 //! a broken record costs one rejection, not the rest of the file. Memory is
-//! bounded by the largest record.
+//! bounded by the largest record, with one exception made for the largest
+//! inputs Kubernetes produces: a top-level `*List` (`kubectl get -A -o json`,
+//! an API server LIST) that grows past [`STREAM_LIST_BYTES`] is cut into its
+//! `items`, each framed as its own record ([`Record::item`]), so a list of
+//! any size is read in constant memory.
 
 use std::io::{self, BufRead};
 
 /// Records larger than this are rejected rather than buffered.
 pub const MAX_RECORD_BYTES: usize = 64 << 20;
+
+/// A top-level JSON object that grows past this while inside its `items`
+/// array is streamed item by item. Smaller lists are framed whole (and
+/// their items decoded in one piece), which keeps the exact semantics for
+/// ordinary inputs.
+pub const STREAM_LIST_BYTES: usize = 8 << 20;
 
 /// One framed record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +32,32 @@ pub struct Record {
     pub line: u64,
     /// The record's bytes.
     pub bytes: Vec<u8>,
+    /// Set when the record is one item of a streamed `*List`.
+    pub item: Option<ListItem>,
+}
+
+impl Record {
+    /// A whole record.
+    pub fn new(line: u64, bytes: Vec<u8>) -> Record {
+        Record {
+            line,
+            bytes,
+            item: None,
+        }
+    }
+}
+
+/// Where a streamed item came from: its position and what the list said
+/// about its items (typed lists such as `PodList` omit each item's `kind`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListItem {
+    /// Index in `items`.
+    pub index: usize,
+    /// Item kind, from the list's kind (`PodList` → `Pod`), when the list
+    /// named it before its items.
+    pub kind: Option<String>,
+    /// The list's `apiVersion`, when it came before its items.
+    pub api_version: Option<String>,
 }
 
 /// What framing yields: a record, or bytes that cannot be one.
@@ -48,6 +84,9 @@ pub struct RecordReader<R> {
     line: u64,
     scanner: Scanner,
     done: bool,
+    stream_threshold: usize,
+    /// Records framed out of one over-long JSON line.
+    pending: std::collections::VecDeque<Framed>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,13 +100,38 @@ enum Mode {
 impl<R: BufRead> RecordReader<R> {
     /// Frames `input`.
     pub fn new(input: R) -> Self {
+        Self::with_list_threshold(input, STREAM_LIST_BYTES)
+    }
+
+    /// Frames `input`, streaming top-level lists past `threshold` bytes
+    /// (tests use small thresholds).
+    pub fn with_list_threshold(input: R, threshold: usize) -> Self {
         RecordReader {
             input,
             mode: Mode::Undecided,
             line: 0,
-            scanner: Scanner::default(),
+            scanner: Scanner::streaming(threshold),
             done: false,
+            stream_threshold: threshold,
+            pending: std::collections::VecDeque::new(),
         }
+    }
+
+    /// A JSON Lines line too long to frame whole (a single-line API
+    /// response): framed by a streaming scanner of its own.
+    fn frame_long_line(&mut self, line_no: u64, line: &[u8]) -> Option<Framed> {
+        let mut scanner = Scanner::streaming(self.stream_threshold);
+        scanner.feed(line_no, line);
+        while let Some(out) = scanner.take_ready() {
+            self.pending.push_back(out);
+        }
+        if let Some(out) = scanner.finish() {
+            self.pending.push_back(out);
+            while let Some(out) = scanner.take_ready() {
+                self.pending.push_back(out);
+            }
+        }
+        self.pending.pop_front()
     }
 
     fn next_line(&mut self) -> io::Result<Option<Vec<u8>>> {
@@ -82,6 +146,9 @@ impl<R: BufRead> RecordReader<R> {
 
     fn next_framed(&mut self) -> io::Result<Option<Framed>> {
         loop {
+            if let Some(out) = self.pending.pop_front() {
+                return Ok(Some(out));
+            }
             if let Some(out) = self.scanner.take_ready() {
                 return Ok(Some(out));
             }
@@ -99,6 +166,11 @@ impl<R: BufRead> RecordReader<R> {
                 line.drain(..3);
             }
             match self.mode {
+                Mode::Lines if line.len() > self.stream_threshold => {
+                    if let Some(out) = self.frame_long_line(self.line, &line) {
+                        return Ok(Some(out));
+                    }
+                }
                 Mode::Lines => {
                     if let Some(out) = frame_line(self.line, line) {
                         return Ok(Some(out));
@@ -121,7 +193,12 @@ impl<R: BufRead> RecordReader<R> {
                         self.scanner.feed(self.line, &line);
                     } else {
                         self.mode = Mode::Lines;
-                        if let Some(out) = frame_line(self.line, line) {
+                        let out = if line.len() > self.stream_threshold {
+                            self.frame_long_line(self.line, &line)
+                        } else {
+                            frame_line(self.line, line)
+                        };
+                        if let Some(out) = out {
                             return Ok(Some(out));
                         }
                     }
@@ -159,7 +236,7 @@ fn framed(line: u64, bytes: Vec<u8>) -> Framed {
             raw: bytes[..1024].to_vec(),
         }
     } else {
-        Framed::Record(Record { line, bytes })
+        Framed::Record(Record::new(line, bytes))
     }
 }
 
@@ -173,6 +250,8 @@ fn is_incomplete_json(line: &[u8]) -> bool {
 /// Tracks strings and nesting to find where each value ends.
 #[derive(Default)]
 struct Scanner {
+    /// Streams the items of a large top-level list (see [`ListTracker`]).
+    list: ListTracker,
     /// Inside a top-level array: elements are records, commas separate.
     array: bool,
     awaiting_open: bool,
@@ -186,9 +265,182 @@ struct Scanner {
     ready: std::collections::VecDeque<Framed>,
 }
 
+/// Follows a top-level object's `items` array: where each element starts
+/// and ends, so that a list past the threshold can be cut into its items
+/// (including those already buffered) and the rest streamed.
+#[derive(Default)]
+struct ListTracker {
+    /// 0 disables streaming.
+    threshold: usize,
+    /// Where the current depth-1 string (a key, maybe) starts in `buf`.
+    key_start: usize,
+    /// The last depth-1 key was `"items"` (and `:` followed it).
+    items_key: bool,
+    items_colon: bool,
+    /// Inside the `items` array of the top-level object.
+    in_items: bool,
+    /// `buf` offset just after the `[` of `items`.
+    items_start: usize,
+    /// Start (offset, line) of the element being read.
+    element: Option<(usize, u64)>,
+    /// Completed elements not yet emitted (offset range, line).
+    done: Vec<(usize, usize, u64)>,
+    /// Items are being emitted as they complete.
+    streaming: bool,
+    /// The list's bytes up to and including `[` (to check it and read its kind).
+    head: Vec<u8>,
+    /// Items emitted so far.
+    emitted: usize,
+    kind: Option<String>,
+    api_version: Option<String>,
+}
+
 impl Scanner {
+    fn streaming(threshold: usize) -> Scanner {
+        Scanner {
+            list: ListTracker {
+                threshold,
+                ..ListTracker::default()
+            },
+            ..Scanner::default()
+        }
+    }
+
     fn take_ready(&mut self) -> Option<Framed> {
         self.ready.pop_front()
+    }
+
+    /// Tracks the top-level object's `items` array, byte by byte, before
+    /// the byte is framed. Only for a single top-level value (not inside a
+    /// top-level array) and only when streaming is enabled.
+    fn track(&mut self, line_no: u64, b: u8) {
+        let t = &mut self.list;
+        if t.threshold == 0 || self.array {
+            return;
+        }
+        if self.in_string {
+            if self.depth == 1 && !self.escaped && b == b'"' && !t.in_items {
+                // A depth-1 string ends here: a key if a ':' follows.
+                t.items_key = &self.buf[t.key_start..] == b"\"items";
+            }
+            return;
+        }
+        match (self.depth, b) {
+            (1, b'"') if !t.in_items => {
+                t.key_start = self.buf.len();
+                t.items_key = false;
+                t.items_colon = false;
+            }
+            (1, b':') if t.items_key => t.items_colon = true,
+            (1, b'[') if t.items_colon => {
+                t.in_items = true;
+                t.items_start = self.buf.len() + 1;
+                t.element = None;
+                t.done.clear();
+            }
+            (1, c) if !c.is_ascii_whitespace() => {
+                t.items_key = false;
+                t.items_colon = false;
+            }
+            (2, b',') | (2, b']') if t.in_items => {
+                if let Some((start, line)) = t.element.take() {
+                    let end = self.buf.len();
+                    t.done.push((start, end, line));
+                }
+                if b == b']' {
+                    t.in_items = false;
+                }
+            }
+            (2, c) if t.in_items && !c.is_ascii_whitespace() && t.element.is_none() => {
+                t.element = Some((self.buf.len(), line_no));
+            }
+            _ => {}
+        }
+    }
+
+    /// After a byte is framed: emits finished items when streaming, and
+    /// starts streaming when the buffered list passes the threshold.
+    fn flush_items(&mut self) {
+        if self.list.threshold == 0 || self.array {
+            return;
+        }
+        if !self.list.streaming {
+            if !(self.list.in_items && self.buf.len() > self.list.threshold) {
+                return;
+            }
+            // Switch: keep the head, emit what is complete, keep the rest.
+            let t = &mut self.list;
+            t.streaming = true;
+            t.head = self.buf[..t.items_start].to_vec();
+            let mut shell = t.head.clone();
+            shell.extend_from_slice(b"]}");
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&shell) {
+                t.api_version = v
+                    .get("apiVersion")
+                    .and_then(|a| a.as_str())
+                    .map(str::to_string);
+                t.kind = v
+                    .get("kind")
+                    .and_then(|k| k.as_str())
+                    .and_then(|k| k.strip_suffix("List"))
+                    .filter(|k| !k.is_empty())
+                    .map(str::to_string);
+            }
+        }
+        let done = std::mem::take(&mut self.list.done);
+        for (start, end, line) in &done {
+            let bytes = self.buf[*start..*end].trim_ascii().to_vec();
+            let item = ListItem {
+                index: self.list.emitted,
+                kind: self.list.kind.clone(),
+                api_version: self.list.api_version.clone(),
+            };
+            self.list.emitted += 1;
+            self.ready.push_back(match framed(*line, bytes) {
+                Framed::Record(mut r) => {
+                    r.item = Some(item);
+                    Framed::Record(r)
+                }
+                broken => broken,
+            });
+        }
+        // Drop what was emitted: while inside `items`, everything before
+        // the element in progress; after the closing `]`, up to the end of
+        // the last item (the `]` and the rest are the list's tail).
+        let keep_from = if self.list.in_items {
+            match self.list.element {
+                Some((start, line)) => {
+                    self.list.element = Some((0, line));
+                    start
+                }
+                None => self.buf.len(),
+            }
+        } else {
+            done.last().map_or(0, |(_, end, _)| *end)
+        };
+        if !done.is_empty() || keep_from > 0 {
+            self.buf.drain(..keep_from);
+        }
+    }
+
+    /// The end of a streamed list: its head and tail (the list without its
+    /// items) must still be well-formed JSON.
+    fn end_streamed_list(&mut self, line_no: u64) {
+        let mut shell = std::mem::take(&mut self.list.head);
+        shell.extend_from_slice(&self.buf);
+        self.buf.clear();
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&shell) {
+            self.ready.push_back(Framed::Broken {
+                line: line_no,
+                reason: format!("the list around the streamed items is not valid JSON: {e}"),
+                raw: shell.into_iter().take(4096).collect(),
+            });
+        }
+        let threshold = self.list.threshold;
+        self.list = ListTracker {
+            threshold,
+            ..ListTracker::default()
+        };
     }
 
     fn feed(&mut self, line_no: u64, bytes: &[u8]) {
@@ -209,6 +461,11 @@ impl Scanner {
     }
 
     fn broken(&mut self, line: u64, reason: impl Into<String>) {
+        let threshold = self.list.threshold;
+        self.list = ListTracker {
+            threshold,
+            ..ListTracker::default()
+        };
         let raw = std::mem::take(&mut self.buf);
         self.ready.push_back(Framed::Broken {
             line,
@@ -218,6 +475,14 @@ impl Scanner {
     }
 
     fn byte(&mut self, line_no: u64, b: u8) {
+        self.track(line_no, b);
+        self.frame_byte(line_no, b);
+        if self.list.threshold > 0 && (self.list.in_items || self.list.streaming) {
+            self.flush_items();
+        }
+    }
+
+    fn frame_byte(&mut self, line_no: u64, b: u8) {
         if self.in_string {
             self.buf.push(b);
             if self.escaped {
@@ -253,7 +518,13 @@ impl Scanner {
                 self.depth -= 1;
                 self.buf.push(b);
                 if self.depth == 0 && !self.array {
-                    self.emit();
+                    if self.list.streaming {
+                        self.end_streamed_list(line_no);
+                    } else {
+                        self.emit();
+                        self.list.in_items = false;
+                        self.list.done.clear();
+                    }
                 }
             }
             b']' if self.array => {
@@ -320,10 +591,7 @@ mod tests {
     }
 
     fn rec(line: u64, s: &str) -> Framed {
-        Framed::Record(Record {
-            line,
-            bytes: s.as_bytes().to_vec(),
-        })
+        Framed::Record(Record::new(line, s.as_bytes().to_vec()))
     }
 
     #[test]
@@ -440,6 +708,114 @@ mod robustness {
             }
             let found: Vec<_> = found.into_iter().filter(|(l, _)| l % 2 == 1).collect();
             prop_assert_eq!(found, expected);
+        }
+    }
+}
+
+#[cfg(test)]
+mod list_streaming {
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn frame(input: &str, threshold: usize) -> Vec<Framed> {
+        RecordReader::with_list_threshold(input.as_bytes(), threshold)
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    fn records(framed: &[Framed]) -> Vec<&Record> {
+        framed
+            .iter()
+            .map(|f| match f {
+                Framed::Record(r) => r,
+                Framed::Broken { reason, .. } => panic!("broken: {reason}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_large_typed_list_is_cut_into_items_with_their_lines_and_kind() {
+        let text = "{\n  \"kind\": \"ConfigMapList\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n  \"items\": [\n    {\"metadata\": {\"name\": \"a\"}},\n    {\"metadata\": {\"name\": \"b, ]\"}}\n  ,\n    {\"metadata\": {\"name\": \"c\"}}\n  ]\n}\n";
+        let framed = frame(text, 16);
+        let recs = records(&framed);
+        assert_eq!(recs.len(), 3);
+        let names: Vec<Value> = recs
+            .iter()
+            .map(|r| serde_json::from_slice::<Value>(&r.bytes).unwrap()["metadata"]["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("a"), json!("b, ]"), json!("c")]);
+        assert_eq!(recs.iter().map(|r| r.line).collect::<Vec<_>>(), [6, 7, 9]);
+        let item = recs[1].item.as_ref().unwrap();
+        assert_eq!(
+            (
+                item.index,
+                item.kind.as_deref(),
+                item.api_version.as_deref()
+            ),
+            (1, Some("ConfigMap"), Some("v1"))
+        );
+    }
+
+    #[test]
+    fn kubectl_order_puts_the_kind_after_the_items_and_small_lists_stay_whole() {
+        let text = "{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n        {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}}\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\"resourceVersion\": \"\"}\n}\n";
+        let recs_framed = frame(text, 8);
+        let recs = records(&recs_framed);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].item.as_ref().unwrap().kind, None);
+        let whole = frame(text, STREAM_LIST_BYTES);
+        let whole = records(&whole);
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].item, None);
+        assert_eq!(whole[0].bytes, text.trim_end().as_bytes());
+    }
+
+    #[test]
+    fn a_single_line_list_is_streamed_too_and_a_broken_tail_is_reported() {
+        let line = r#"{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"x"}},{"metadata":{"name":"y"}}],"metadata":{}}"#;
+        let text = format!("{line}\n{line}\n");
+        let framed = frame(&text, 32);
+        let recs = records(&framed);
+        assert_eq!(
+            recs.iter().map(|r| r.line).collect::<Vec<_>>(),
+            [1, 1, 2, 2]
+        );
+        let broken = r#"{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"x"}},{"metadata":{"name":"y"}}],"metadata":{},,}"#;
+        let framed = frame(&format!("{broken}\n"), 32);
+        assert!(
+            matches!(framed.last(), Some(Framed::Broken { reason, .. }) if reason.contains("not valid JSON")),
+            "{framed:?}"
+        );
+    }
+
+    proptest! {
+        /// Whatever the threshold, the items come out exactly, in order:
+        /// streaming changes how a list is framed, never what it holds.
+        #[test]
+        fn streamed_items_equal_the_list(
+            names in proptest::collection::vec("[a-z\\[\\]{},\"\\\\]{0,12}", 0..30),
+            threshold in 1usize..400,
+            pretty in any::<bool>(),
+        ) {
+            let items: Vec<Value> = names.iter().map(|n| json!({"metadata": {"name": n}, "data": {"k": [1, {"x": n}]}})).collect();
+            let list = json!({"kind": "ConfigMapList", "apiVersion": "v1", "items": items, "metadata": {}});
+            let text = if pretty { serde_json::to_string_pretty(&list).unwrap() } else { serde_json::to_string(&list).unwrap() };
+            // Pretty output starts a multi-line value; compact output is one JSON line.
+            let framed = frame(&format!("{text}\n"), threshold);
+            let mut got = Vec::new();
+            for f in &framed {
+                match f {
+                    Framed::Record(r) if r.item.is_some() => got.push(serde_json::from_slice::<Value>(&r.bytes).unwrap()),
+                    Framed::Record(r) => {
+                        let v: Value = serde_json::from_slice(&r.bytes).unwrap();
+                        got.extend(v["items"].as_array().unwrap().iter().cloned());
+                    }
+                    Framed::Broken { reason, .. } => prop_assert!(false, "broken: {}", reason),
+                }
+            }
+            prop_assert_eq!(got, items);
         }
     }
 }

@@ -441,9 +441,56 @@ fn the_same_object_in_json_or_yaml_gets_the_same_id() {
 #[test]
 fn rejection_messages_never_quote_a_secret() {
     let line = r#"{"schema":"annal.event/v1","id":"h1","type":"app.health","time":"2026-11-01T10:00:00Z","cluster":"c","data":{"app":"a","status":"Bearer s3cr3t-t0ken-value"}}"#;
-    let d = pipeline::decode_bytes(Format::Envelope, "h.jsonl", line.as_bytes(), &Options::default());
+    let d = pipeline::decode_bytes(
+        Format::Envelope,
+        "h.jsonl",
+        line.as_bytes(),
+        &Options::default(),
+    );
     assert_eq!(d.rejected.len(), 1);
     let r = &d.rejected[0];
     assert!(r.reason.contains("data.status"), "{r}");
-    assert!(!r.reason.contains("s3cr3t") && !String::from_utf8_lossy(&r.raw).contains("s3cr3t"), "{r}");
+    assert!(
+        !r.reason.contains("s3cr3t") && !String::from_utf8_lossy(&r.raw).contains("s3cr3t"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_list_larger_than_the_streaming_threshold_ingests_item_by_item() {
+    // An API-server style typed list (kind before items, items without
+    // kind), pretty-printed, past STREAM_LIST_BYTES.
+    let n = 40_000;
+    let mut text = String::from("{\n  \"kind\": \"ConfigMapList\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {\"resourceVersion\": \"9\"},\n  \"items\": [\n");
+    for i in 0..n {
+        if i > 0 {
+            text.push_str(",\n");
+        }
+        text.push_str(&format!(
+            "    {{\"metadata\": {{\"name\": \"cm-{i}\", \"namespace\": \"bulk\", \"resourceVersion\": \"{i}\"}}, \"data\": {{\"payload\": \"{}\"}}}}",
+            "x".repeat(200)
+        ));
+    }
+    text.push_str("\n  ]\n}\n");
+    assert!(text.len() > annal_ingest::STREAM_LIST_BYTES);
+    let d = pipeline::decode_bytes(Format::Auto, "bulk.json", text.as_bytes(), &on_cluster());
+    assert!(d.rejected.is_empty(), "{:?}", d.rejected.first());
+    assert_eq!(d.events.len(), n);
+    assert!(d
+        .events
+        .iter()
+        .all(|e| e.data["kind"] == "ConfigMap" && e.data["apiVersion"] == "v1"));
+    assert_eq!(
+        d.events[n - 1].data["metadata"]["name"],
+        format!("cm-{}", n - 1)
+    );
+    assert!(
+        d.events[7]
+            .source
+            .as_deref()
+            .unwrap()
+            .contains("bulk.json:13 items[7]"),
+        "{:?}",
+        d.events[7].source
+    );
 }

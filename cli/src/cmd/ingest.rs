@@ -33,6 +33,7 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
         batch_size: args.batch_size as usize,
         cluster: args.cluster.clone(),
         time: args.time,
+        ..pipeline::Options::default()
     };
     let summary = pipeline::run(store, inputs, args.format, &options, &mut observer)?;
     if let Some(bar) = bar {

@@ -7,7 +7,8 @@
 //! objects in GitOps dumps) and rejects the rest with a hint.
 //!
 //! Every envelope leaves here redacted ([`crate::redact`]) and validated, with
-//! a deterministic id ([`ids`]) so that re-ingesting a file appends nothing.
+//! a deterministic id (see the `ids` module) so that re-ingesting a file
+//! appends nothing.
 
 use std::fmt;
 use std::str::FromStr;
@@ -103,12 +104,28 @@ impl Format {
             out.events.push(env);
             return Ok(());
         }
-        let doc = document::parse(record, syntax).map_err(|e| DecodeError {
+        let mut doc = document::parse(record, syntax).map_err(|e| DecodeError {
             line: Some(e.line),
             reason: e.message,
         })?;
         let before = out.events.len();
-        let result = self.document(doc, ctx, out, "");
+        let result = match &record.item {
+            None => self.document(doc, ctx, out, ""),
+            Some(item) => {
+                // One item of a streamed list: typed lists leave the kind to
+                // the list.
+                if let Value::Object(map) = &mut doc {
+                    for (key, value) in [("kind", &item.kind), ("apiVersion", &item.api_version)] {
+                        if let (false, Some(v)) = (map.contains_key(key), value) {
+                            map.insert(key.to_string(), v.clone().into());
+                        }
+                    }
+                }
+                let mut item_ctx = *ctx;
+                item_ctx.item = Some(item.index);
+                self.document(doc, &item_ctx, out, &format!("items[{}].", item.index))
+            }
+        };
         if result.is_err() {
             out.events.truncate(before);
         }
