@@ -69,6 +69,15 @@ pub enum Command {
     Quarantine(QuarantineCommand),
     /// Create ./annal-data if needed, load the bundled example events and show them.
     Demo,
+    /// Run a SQL query over the ledger's tables (DataFusion SQL).
+    Sql(SqlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The query, e.g. "SELECT type, count(*) FROM events GROUP BY type".
+    #[arg(value_name = "QUERY")]
+    pub query: String,
 }
 
 #[derive(Debug, Args)]
@@ -172,9 +181,10 @@ pub enum QuarantineCommand {
     },
 }
 
+/// RFC 3339, `now`, or `now-2h`-style offsets.
 fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
-    s.parse()
-        .map_err(|e| format!("{e} (expected RFC 3339, e.g. 2026-11-01T10:00:00Z)"))
+    annal_schemas::Timestamp::parse_at(s, annal_schemas::Timestamp::now())
+        .map_err(|e| e.to_string())
 }
 
 fn parse_format(s: &str) -> Result<annal_ingest::Format, String> {

@@ -23,14 +23,14 @@ pub enum OutputFormat {
 
 /// Rows with named columns. Cells are JSON values so `-o json` keeps types.
 pub struct Table {
-    columns: Vec<&'static str>,
+    columns: Vec<String>,
     rows: Vec<Vec<Value>>,
 }
 
 impl Table {
-    pub fn new(columns: &[&'static str]) -> Self {
+    pub fn new(columns: &[&str]) -> Self {
         Table {
-            columns: columns.to_vec(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
             rows: Vec::new(),
         }
     }

@@ -5,4 +5,5 @@ mod util;
 mod crash;
 mod ingest;
 mod redaction;
+mod sql;
 mod tamper;

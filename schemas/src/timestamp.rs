@@ -22,7 +22,54 @@ pub struct TimestampError {
     reason: chrono::ParseError,
 }
 
+/// A command-line time that is neither RFC 3339 nor a `now` offset.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid time {input:?}: expected RFC 3339 (e.g. 2026-11-01T10:00:00Z), `now`, or an offset such as now-2h or now+30m (units s, m, h, d, w)")]
+pub struct InstantError {
+    input: String,
+}
+
 impl Timestamp {
+    /// An instant as people type it on a command line or in a URL: RFC 3339,
+    /// `now`, or `now` plus or minus a whole number of seconds, minutes,
+    /// hours, days or weeks (`now-2h`, `now+30m`, `now-7d`).
+    pub fn parse_at(input: &str, now: Timestamp) -> Result<Timestamp, InstantError> {
+        let err = || InstantError {
+            input: input.to_string(),
+        };
+        let s = input.trim();
+        if let Ok(t) = s.parse::<Timestamp>() {
+            return Ok(t);
+        }
+        let Some(rest) = s.strip_prefix("now") else {
+            return Err(err());
+        };
+        if rest.is_empty() {
+            return Ok(now);
+        }
+        let (sign, rest) = match rest.as_bytes()[0] {
+            b'-' => (-1i64, &rest[1..]),
+            b'+' => (1i64, &rest[1..]),
+            _ => return Err(err()),
+        };
+        let unit_at = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
+        let (digits, unit) = rest.split_at(unit_at);
+        let n: i64 = digits.parse().map_err(|_| err())?;
+        let seconds = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            "w" => 604_800,
+            _ => return Err(err()),
+        };
+        let micros = n
+            .checked_mul(seconds * 1_000_000)
+            .and_then(|d| now.unix_micros().checked_add(sign * d))
+            .ok_or_else(err)?;
+        Timestamp::from_unix_micros(micros).ok_or_else(err)
+    }
+
     /// The current wall-clock time, truncated to microseconds (the
     /// precision annal stores system time in).
     pub fn now() -> Self {
@@ -94,6 +141,31 @@ mod tests {
         assert_eq!(t.to_string(), "2026-11-01T10:00:00Z");
         let t: Timestamp = "2026-11-01T10:00:00.250Z".parse().unwrap();
         assert_eq!(t.to_string(), "2026-11-01T10:00:00.250Z");
+    }
+
+    #[test]
+    fn command_line_times_take_now_offsets() {
+        let now: Timestamp = "2026-11-01T10:00:00Z".parse().unwrap();
+        let at = |s: &str| Timestamp::parse_at(s, now).map(|t| t.to_string());
+        assert_eq!(at("now").unwrap(), "2026-11-01T10:00:00Z");
+        assert_eq!(at("now-2h").unwrap(), "2026-11-01T08:00:00Z");
+        assert_eq!(at("now+30m").unwrap(), "2026-11-01T10:30:00Z");
+        assert_eq!(at("now-7d").unwrap(), "2026-10-25T10:00:00Z");
+        assert_eq!(
+            at("2026-01-01T00:00:00+01:00").unwrap(),
+            "2025-12-31T23:00:00Z"
+        );
+        for bad in [
+            "yesterday",
+            "now-",
+            "now-2",
+            "now-2y",
+            "now*2h",
+            "now-99999999999999w",
+        ] {
+            let e = at(bad).unwrap_err().to_string();
+            assert!(e.contains("now-2h") && e.contains(bad), "{e}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@ mod demo;
 mod ingest;
 mod inspect;
 mod quarantine;
+mod sql;
 mod verify;
 
 use annal_store::Store;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Reindex => inspect::reindex(&open(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),
+        Command::Sql(args) => sql::run(open(data)?, &args, &printer),
     }
 }
 

@@ -1,0 +1,60 @@
+//! Errors of the read side.
+
+use annal_store::StoreError;
+use datafusion::error::DataFusionError;
+
+/// A query that could not be answered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The SQL does not parse or plan (names the problem as DataFusion
+    /// reports it, without its internal prefixes).
+    #[error("SQL error: {0}")]
+    Sql(String),
+    /// A time argument that is not RFC 3339 or a `now-2h` offset.
+    #[error("invalid time {value:?}: {reason}")]
+    Time {
+        /// What was given.
+        value: String,
+        /// Why it is not a time.
+        reason: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Arrow or DataFusion failed while executing.
+    #[error("query failed: {0}")]
+    Execution(String),
+}
+
+impl QueryError {
+    pub(crate) fn from_sql(e: DataFusionError) -> QueryError {
+        match e.find_root() {
+            DataFusionError::SQL(..)
+            | DataFusionError::Plan(_)
+            | DataFusionError::SchemaError(..) => {
+                QueryError::Sql(e.find_root().message().into_owned())
+            }
+            DataFusionError::External(inner) => QueryError::Execution(inner.to_string()),
+            other => QueryError::Execution(other.message().into_owned()),
+        }
+    }
+}
+
+impl From<DataFusionError> for QueryError {
+    fn from(e: DataFusionError) -> Self {
+        QueryError::from_sql(e)
+    }
+}
+
+impl From<datafusion::arrow::error::ArrowError> for QueryError {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Self {
+        QueryError::Execution(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for QueryError {
+    fn from(e: serde_json::Error) -> Self {
+        QueryError::Execution(e.to_string())
+    }
+}

@@ -1,0 +1,5 @@
+//! DataFusion tables over the store.
+
+pub mod events;
+
+pub use events::EventsTable;
