@@ -71,12 +71,7 @@ fn main() -> anyhow::Result<()> {
             seed,
             out,
         } => {
-            let sink: Box<dyn Write> = if out.as_os_str() == "-" {
-                Box::new(std::io::stdout().lock())
-            } else {
-                Box::new(File::create(&out)?)
-            };
-            let mut w = BufWriter::with_capacity(1 << 20, sink);
+            let mut w = sink(&out)?;
             envelopes(&mut w, count, size, clusters.max(1), seed)?;
             w.flush()?;
         }
@@ -86,18 +81,23 @@ fn main() -> anyhow::Result<()> {
             from,
             out,
         } => {
-            let sink: Box<dyn Write> = if out.as_os_str() == "-" {
-                Box::new(std::io::stdout().lock())
-            } else {
-                Box::new(File::create(&out)?)
-            };
-            let mut w = BufWriter::with_capacity(1 << 20, sink);
+            let mut w = sink(&out)?;
             audit(&mut w, count, seed, &from)?;
             w.flush()?;
         }
         Command::Stages { input } => stages(&input)?,
     }
     Ok(())
+}
+
+/// A buffered writer to `out`, or to stdout for `-`.
+fn sink(out: &std::path::Path) -> anyhow::Result<BufWriter<Box<dyn Write>>> {
+    let sink: Box<dyn Write> = if out.as_os_str() == "-" {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(File::create(out)?)
+    };
+    Ok(BufWriter::with_capacity(1 << 20, sink))
 }
 
 /// Audit events to repeat: every line of every `*.jsonl` under `from`

@@ -106,6 +106,21 @@ pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(g, _)| g)
 }
 
+/// The claims of a Kubernetes object (as stored in `object.observed`).
+pub fn of_object(object: &crate::data::KubeObject) -> Markers {
+    let meta = &object.metadata;
+    markers(
+        ObjectIdentity {
+            api_version: &object.api_version,
+            kind: &object.kind,
+            namespace: meta.namespace.as_deref().unwrap_or(""),
+            name: &meta.name,
+        },
+        &meta.labels,
+        &meta.annotations,
+    )
+}
+
 /// The claims an object makes through its labels and annotations.
 pub fn markers(
     object: ObjectIdentity<'_>,

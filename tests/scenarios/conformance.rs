@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use annal_ingest::pipeline::{self, Observer};
 use annal_ingest::{Format, Input, Rejected};
 use annal_schemas::data::KubeObject;
-use annal_schemas::ownership::{self, ObjectIdentity};
+use annal_schemas::ownership;
 use annal_schemas::EventType;
 use annal_store::Store;
 use serde_json::{json, Value};
@@ -183,16 +183,7 @@ fn summarize(store: &Store, summary: &pipeline::Summary, rejected: &[Rejected]) 
             let obj: KubeObject = serde_json::from_value(event.data).unwrap();
             let ns = obj.metadata.namespace.clone().unwrap_or_default();
             objects.insert(format!("{}/{}/{}", obj.kind, ns, obj.metadata.name));
-            let markers = ownership::markers(
-                ObjectIdentity {
-                    api_version: &obj.api_version,
-                    kind: &obj.kind,
-                    namespace: &ns,
-                    name: &obj.metadata.name,
-                },
-                &obj.metadata.labels,
-                &obj.metadata.annotations,
-            );
+            let markers = ownership::of_object(&obj);
             for claim in markers.claims {
                 owners.insert(format!("{} ({})", claim.owner, claim.marker.as_str()));
             }

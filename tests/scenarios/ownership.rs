@@ -7,7 +7,7 @@ use std::path::Path;
 use annal_ingest::pipeline;
 use annal_ingest::{Format, Input};
 use annal_schemas::data::KubeObject;
-use annal_schemas::ownership::{self, ObjectIdentity};
+use annal_schemas::ownership;
 use annal_schemas::EventType;
 use annal_store::Store;
 
@@ -35,17 +35,7 @@ fn every_ownership_marker_is_stored_and_still_claims() {
             continue;
         }
         let obj: KubeObject = serde_json::from_value(event.data).unwrap();
-        let ns = obj.metadata.namespace.clone().unwrap_or_default();
-        let m = ownership::markers(
-            ObjectIdentity {
-                api_version: &obj.api_version,
-                kind: &obj.kind,
-                namespace: &ns,
-                name: &obj.metadata.name,
-            },
-            &obj.metadata.labels,
-            &obj.metadata.annotations,
-        );
+        let m = ownership::of_object(&obj);
         assert_eq!(m.tracking_mismatch, None);
         for c in m.claims {
             claims.push(format!(

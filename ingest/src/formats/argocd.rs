@@ -148,14 +148,13 @@ pub(super) fn cluster_secret(
             None => emit.time(own),
         };
         let id = Id::content("argocd", false);
-        emit.emit(Event {
-            event_type: EventType::ClusterRegistered,
+        emit.emit(Event::new(
+            EventType::ClusterRegistered,
             id,
             time,
-            cluster: Some(cluster),
-            actor: None,
+            cluster,
             data,
-        })?;
+        ))?;
     }
     control_plane_object(doc, emit)
 }
@@ -264,14 +263,7 @@ impl<'a> AppView<'a> {
         time_in_id: bool,
     ) -> Result<(), String> {
         let id = Id::content("argocd", time_in_id);
-        emit.emit(Event {
-            event_type,
-            id,
-            time,
-            cluster: Some(self.cluster.clone()),
-            actor: None,
-            data,
-        })
+        emit.emit(Event::new(event_type, id, time, self.cluster.clone(), data))
     }
 
     fn declared(&self, emit: &mut Emitter<'_, '_>) -> Result<(), String> {

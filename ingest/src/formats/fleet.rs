@@ -63,14 +63,7 @@ pub(super) fn bundle_deployment(
                     data: Value,
                     time: (annal_schemas::Timestamp, TimeSource)| {
             let id = Id::content("fleet", true);
-            emit.emit(Event {
-                event_type,
-                id,
-                time,
-                cluster: Some(cluster.clone()),
-                actor: None,
-                data,
-            })
+            emit.emit(Event::new(event_type, id, time, cluster.clone(), data))
         };
 
         let phase = match (deployment_id, applied_id, ready) {

@@ -118,14 +118,13 @@ pub(super) fn notification(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(),
         event["annotations"] = Value::Object(annotations);
     }
     let id = Id::content("flux-event", true);
-    emit.emit(Event {
-        event_type: EventType::KubeEvent,
+    emit.emit(Event::new(
+        EventType::KubeEvent,
         id,
         time,
-        cluster: Some(cluster.clone()),
-        actor: None,
-        data: event,
-    })?;
+        cluster.clone(),
+        event,
+    ))?;
 
     let (prefix, controller) = match kind.as_str() {
         "Kustomization" if group.starts_with("kustomize.toolkit.fluxcd.io") => {
@@ -172,14 +171,7 @@ impl App {
     ) -> Result<(), String> {
         let in_id = event_type != EventType::AppDeclared;
         let id = Id::content("flux", in_id);
-        emit.emit(Event {
-            event_type,
-            id,
-            time,
-            cluster: Some(self.cluster.clone()),
-            actor: None,
-            data,
-        })
+        emit.emit(Event::new(event_type, id, time, self.cluster.clone(), data))
     }
 
     fn emit_all(&self, doc: &Value, kind: Kind, emit: &mut Emitter<'_, '_>) -> Result<(), String> {

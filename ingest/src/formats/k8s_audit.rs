@@ -133,14 +133,7 @@ pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
         data["audit_id"].as_str().unwrap_or(""),
         data["stage"].as_str().unwrap_or("")
     ));
-    emit.emit(Event {
-        event_type: EventType::AuditRequest,
-        id,
-        time,
-        cluster: Some(cluster),
-        actor,
-        data,
-    })
+    emit.emit(Event::new(EventType::AuditRequest, id, time, cluster, data).by(actor))
 }
 
 /// An admission webhook request capture: who asked to do what. Admission
@@ -194,14 +187,10 @@ pub(super) fn admission(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), St
         }
     }
     let id = Id::Fixed(format!("k8s-admission:{cluster}:{uid}"));
-    emit.emit(Event {
-        event_type: EventType::AuditRequest,
-        id,
-        time,
-        cluster: Some(cluster),
-        actor: Some(principal).filter(|a| *a != Actor::default()),
-        data,
-    })
+    emit.emit(
+        Event::new(EventType::AuditRequest, id, time, cluster, data)
+            .by(Some(principal).filter(|a| *a != Actor::default())),
+    )
 }
 
 /// A successful write to turn into inventory events.

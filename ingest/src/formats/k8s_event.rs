@@ -133,14 +133,7 @@ pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
     }
     let time = emit.time(own_time);
     let id = Id::content("k8s-event", true);
-    emit.emit(Event {
-        event_type: EventType::KubeEvent,
-        id,
-        time,
-        cluster: Some(cluster),
-        actor: None,
-        data,
-    })
+    emit.emit(Event::new(EventType::KubeEvent, id, time, cluster, data))
 }
 
 /// An OpenTelemetry log entry (stanza `k8s_event_input`, k8seventsreceiver)

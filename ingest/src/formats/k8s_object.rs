@@ -30,14 +30,7 @@ pub(super) fn observed_on(
 ) -> Result<(), String> {
     normalize(&mut doc);
     let id = id.map_or(Id::content("k8s-object", false), Id::Fixed);
-    emit.emit(Event {
-        event_type: EventType::ObjectObserved,
-        id,
-        time,
-        cluster: Some(cluster),
-        actor,
-        data: doc,
-    })
+    emit.emit(Event::new(EventType::ObjectObserved, id, time, cluster, doc).by(actor))
 }
 
 /// Records the deletion of the object `identity` names.
@@ -51,14 +44,7 @@ pub(super) fn deleted_on(
 ) -> Result<(), String> {
     let data = deletion_identity(identity);
     let id = id.map_or(Id::content("k8s-object", true), Id::Fixed);
-    emit.emit(Event {
-        event_type: EventType::ObjectDeleted,
-        id,
-        time,
-        cluster: Some(cluster),
-        actor,
-        data,
-    })
+    emit.emit(Event::new(EventType::ObjectDeleted, id, time, cluster, data).by(actor))
 }
 
 /// A watch event: `ADDED`/`MODIFIED` observe, `DELETED` deletes;

@@ -380,6 +380,32 @@ struct Event {
     data: Value,
 }
 
+impl Event {
+    /// An event on `cluster` with no actor.
+    fn new(
+        event_type: EventType,
+        id: Id,
+        time: (Timestamp, TimeSource),
+        cluster: String,
+        data: Value,
+    ) -> Event {
+        Event {
+            event_type,
+            id,
+            time,
+            cluster: Some(cluster),
+            actor: None,
+            data,
+        }
+    }
+
+    /// The same event, caused by `actor`.
+    fn by(mut self, actor: Option<Actor>) -> Event {
+        self.actor = actor;
+        self
+    }
+}
+
 impl Emitter<'_, '_> {
     /// The cluster from `--cluster`, or an error that says to pass it.
     fn cluster(&self, what: &str) -> Result<String, String> {
