@@ -128,6 +128,8 @@ data:
         vec!["objects", "--cluster", "c1", "-o", "json"],
         vec!["quarantine", "list", "-o", "json"],
         vec!["status", "-o", "json"],
+        vec!["sql", "SELECT * FROM events", "-o", "json"],
+        vec!["sql", "SELECT * FROM events", "-o", "csv"],
     ] {
         let out = l.run(&args);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
