@@ -124,8 +124,17 @@ impl<R: BufRead> YamlReader<R> {
     }
 }
 
-/// Queues one streamed item as a record of its own.
+/// Queues one streamed item as a record of its own (blank lines and
+/// comments between items are not items).
 fn push_item(ready: &mut VecDeque<Framed>, list: &mut YamlList, item: Vec<u8>, line: u64) {
+    let content = item.split(|b| *b == b'\n').any(|l| {
+        let t = l.trim_ascii();
+        !t.is_empty() && !t.starts_with(b"#")
+    });
+    if !content {
+        return;
+    }
+    let line = line.max(1);
     {
         let indent = list.indent.unwrap_or(0);
         let bytes = dedent_item(&item, indent);
@@ -174,7 +183,12 @@ impl<R: BufRead> YamlReader<R> {
                     self.list.item = line;
                     self.list.item_line = self.line;
                 }
-                Role::InItems => self.list.item.extend_from_slice(&line),
+                Role::InItems => {
+                    if self.list.item.is_empty() {
+                        self.list.item_line = self.line;
+                    }
+                    self.list.item.extend_from_slice(&line)
+                }
                 Role::Other => {
                     if self.list.in_items {
                         self.list.in_items = false;
