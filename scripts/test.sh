@@ -25,9 +25,17 @@ trap 'rm -rf "$work"' EXIT
 step "cargo test"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$work/cargo-test.log"
 
+# The `annal` binary `cargo test` built for the end-to-end tests. (`cargo run
+# -p annal-cli` would resolve DataFusion's features for that package alone
+# and compile DataFusion a second time.)
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+annal="$target_dir/debug/annal"
+[ -x "$annal" ] || { echo "no $annal after cargo test" >&2; exit 1; }
+
 step "independent root check (Python, BLAKE3 from PyPI)"
 python3 -c 'import blake3' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check blake3
-cargo run --quiet --locked --bin annal -- --data "$work/data" demo >/dev/null
+"$annal" --data "$work/data" demo >/dev/null
 python3 examples/recompute_root.py "$work/data" > "$work/python-root"
 sed -n 2,3p "$work/data/checkpoint" > "$work/signed-root"
 if ! diff -u "$work/signed-root" "$work/python-root"; then
@@ -45,13 +53,13 @@ echo "independent root check: the Python recomputation matches the signed checkp
 
 step "JSON Schema check (Python jsonschema from PyPI)"
 python3 -c 'import jsonschema' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check jsonschema
-cargo run --quiet --locked --bin annal -- --data "$work/formats" init >/dev/null
-cargo run --quiet --locked --bin annal -- --data "$work/formats" ingest --cluster ci --no-progress ingest/testdata/* >/dev/null
+"$annal" --data "$work/formats" init >/dev/null
+"$annal" --data "$work/formats" ingest --cluster ci --no-progress ingest/testdata/* >/dev/null
 if [ -d ../shared/fixtures/real ]; then
   # The published samples too (all valid ones: the broken ones are the
   # conformance test's business).
   find ../shared/fixtures/real -type f ! -name SOURCES.md ! -path '*/malformed/*' ! -name fal_01_003.jsonl -print0 \
-    | sort -z | xargs -0 cargo run --quiet --locked --bin annal -- --data "$work/formats" ingest --cluster ci --no-progress >/dev/null 2>&1
+    | sort -z | xargs -0 "$annal" --data "$work/formats" ingest --cluster ci --no-progress >/dev/null 2>&1
 fi
 python3 scripts/check_schema.py "$work/formats"
 
