@@ -16,10 +16,15 @@ pub fn check(format: &str, data: &[u8]) {
         };
         let decoded = pipeline::decode_bytes(format, "fuzz", data, &options);
         for event in &decoded.events {
-            event.validate().expect("decoders emit only valid envelopes");
+            event
+                .validate()
+                .expect("decoders emit only valid envelopes");
         }
         for r in &decoded.rejected {
-            assert!(r.line.is_some_and(|l| l > 0), "rejection without a line: {r}");
+            assert!(
+                r.line.is_some_and(|l| l > 0),
+                "rejection without a line: {r}"
+            );
         }
     }
 }

@@ -118,10 +118,8 @@ pub fn run(
     let reader = Reader {
         format,
         batch_size,
-        cluster: options.cluster.clone(),
-        time: options.time,
+        options: options.clone(),
         started: Timestamp::now(),
-        stream_lists_over: options.stream_lists_over,
     };
     std::thread::scope(|scope| {
         scope.spawn(move || reader.read_all(inputs, counter, tx));
@@ -167,11 +165,9 @@ pub fn run(
 struct Reader {
     format: Format,
     batch_size: usize,
-    cluster: Option<String>,
-    time: Option<Timestamp>,
+    options: Options,
     /// Stands in for the file time of stdin.
     started: Timestamp,
-    stream_lists_over: usize,
 }
 
 impl Reader {
@@ -192,16 +188,15 @@ impl Reader {
                 path: PathBuf::from(&name),
                 source,
             };
-            let (syntax, framer) = match frame(self.format, buffered, self.stream_lists_over) {
-                Ok(f) => f,
-                Err(e) => {
-                    let _ = tx.send(Err(io_error(e)));
-                    return;
-                }
-            };
-            let mut ctx = Context::new(&name, file_time);
-            ctx.cluster = self.cluster.as_deref();
-            ctx.time = self.time;
+            let (syntax, framer) =
+                match frame(self.format, buffered, self.options.stream_lists_over) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        let _ = tx.send(Err(io_error(e)));
+                        return;
+                    }
+                };
+            let mut ctx = self.options.context(&name, file_time);
             for framed in framer {
                 let framed = match framed {
                     Ok(f) => f,
@@ -211,18 +206,9 @@ impl Reader {
                     }
                 };
                 chunk.records += 1;
-                match framed {
-                    Framed::Record(record) => {
-                        ctx.line = record.line;
-                        self.decode(&record, syntax, &ctx, &mut chunk);
-                    }
-                    Framed::Broken { line, reason, raw } => chunk.rejected.push(Rejected {
-                        source: name.clone(),
-                        line: Some(line),
-                        reason,
-                        raw: redact::scrub_text(&raw),
-                    }),
-                }
+                let mut decoded = Decoded::default();
+                decode_framed(self.format, framed, syntax, &mut ctx, &mut decoded);
+                chunk.add(decoded);
                 if chunk.events.len() >= self.batch_size || chunk.rejected.len() >= self.batch_size
                 {
                     let full = std::mem::take(&mut chunk);
@@ -236,50 +222,86 @@ impl Reader {
             let _ = tx.send(Ok(chunk));
         }
     }
+}
 
-    /// Decodes a record into the chunk: events prepared (canonical bytes
-    /// computed here, off the committing thread), rejections redacted.
-    fn decode(&self, record: &crate::Record, syntax: Syntax, ctx: &Context<'_>, chunk: &mut Chunk) {
-        let mut out = Output::default();
-        let reject = |line: u64, reason: String, raw: Vec<u8>| Rejected {
-            source: ctx.input.to_string(),
-            line: Some(line),
-            reason,
-            raw,
-        };
-        match self.format.decode(record, syntax, ctx, &mut out) {
-            Ok(()) => {}
-            Err(e) => {
-                chunk.rejected.push(reject(
-                    e.line.unwrap_or(record.line),
-                    e.reason,
-                    redacted_raw(&record.bytes, syntax),
-                ));
-                return;
-            }
+impl Chunk {
+    /// Takes in what one record decoded to, computing each event's
+    /// canonical bytes here, off the committing thread.
+    fn add(&mut self, decoded: Decoded) {
+        self.rejected.extend(decoded.rejected);
+        for (reason, n) in decoded.skipped {
+            *self.skipped.entry(reason).or_default() += n;
         }
-        for (reason, item) in out.rejected {
-            chunk.rejected.push(reject(
-                record.line,
-                reason,
-                document::to_bytes(&item, syntax),
-            ));
-        }
-        for reason in out.skipped {
-            *chunk.skipped.entry(reason).or_default() += 1;
-        }
-        chunk.times.add(&out.times);
-        for event in out.events {
+        self.times.add(&decoded.times);
+        for event in decoded.events {
             match PreparedEvent::new(&event) {
-                Ok(p) => chunk.events.push(p),
-                Err(err) => chunk.rejected.push(reject(
-                    record.line,
-                    format!("cannot encode canonically: {err}"),
-                    redacted_raw(&record.bytes, syntax),
-                )),
+                Ok(p) => self.events.push(p),
+                Err(err) => self.rejected.push(Rejected {
+                    source: event.source.clone().unwrap_or_default(),
+                    line: None,
+                    reason: format!("cannot encode canonically: {err}"),
+                    raw: serde_json::to_vec(&event).unwrap_or_default(),
+                }),
             }
         }
     }
+}
+
+impl Options {
+    /// The decoding context for input `name`.
+    fn context<'a>(&'a self, name: &'a str, file_time: Timestamp) -> Context<'a> {
+        let mut ctx = Context::new(name, file_time);
+        ctx.cluster = self.cluster.as_deref();
+        ctx.time = self.time;
+        ctx
+    }
+}
+
+/// Decodes one framed record into `out`: events, rejections (with
+/// redacted raw bytes, naming the line) and skips.
+fn decode_framed(
+    format: Format,
+    framed: Framed,
+    syntax: Syntax,
+    ctx: &mut Context<'_>,
+    out: &mut Decoded,
+) {
+    let reject = |line: u64, reason: String, raw: Vec<u8>| Rejected {
+        source: ctx.input.to_string(),
+        line: Some(line),
+        reason,
+        raw,
+    };
+    let record = match framed {
+        Framed::Record(record) => record,
+        Framed::Broken { line, reason, raw } => {
+            out.rejected
+                .push(reject(line, reason, redact::scrub_text(&raw)));
+            return;
+        }
+    };
+    ctx.line = record.line;
+    let mut decoded = Output::default();
+    if let Err(e) = format.decode(&record, syntax, ctx, &mut decoded) {
+        out.rejected.push(reject(
+            e.line.unwrap_or(record.line),
+            e.reason,
+            redacted_raw(&record.bytes, syntax),
+        ));
+        return;
+    }
+    out.events.extend(decoded.events);
+    for (reason, item) in decoded.rejected {
+        out.rejected.push(reject(
+            record.line,
+            reason,
+            document::to_bytes(&item, syntax),
+        ));
+    }
+    for reason in decoded.skipped {
+        *out.skipped.entry(reason).or_default() += 1;
+    }
+    out.times.add(&decoded.times);
 }
 
 /// Records out of one input, whatever its syntax.
@@ -313,54 +335,19 @@ pub struct Decoded {
     pub rejected: Vec<Rejected>,
     /// Documents with nothing to record, by reason.
     pub skipped: BTreeMap<String, u64>,
+    /// How each event's valid time was chosen.
+    pub times: TimeCounts,
 }
 
 /// Frames and decodes `bytes` as `format` would be ingested.
 pub fn decode_bytes(format: Format, name: &str, bytes: &[u8], options: &Options) -> Decoded {
     let mut out = Decoded::default();
-    let (syntax, framer) = match frame(format, bytes, options.stream_lists_over) {
-        Ok(f) => f,
-        Err(_) => return out,
+    let Ok((syntax, framer)) = frame(format, bytes, options.stream_lists_over) else {
+        return out;
     };
-    let mut ctx = Context::new(name, options.time.unwrap_or_else(Timestamp::now));
-    ctx.cluster = options.cluster.as_deref();
-    ctx.time = options.time;
-    for framed in framer {
-        match framed {
-            Ok(Framed::Record(record)) => {
-                ctx.line = record.line;
-                let mut decoded = Output::default();
-                match format.decode(&record, syntax, &ctx, &mut decoded) {
-                    Ok(()) => {
-                        out.events.extend(decoded.events);
-                        for (reason, item) in decoded.rejected {
-                            out.rejected.push(Rejected {
-                                source: name.to_string(),
-                                line: Some(record.line),
-                                reason,
-                                raw: document::to_bytes(&item, syntax),
-                            });
-                        }
-                        for reason in decoded.skipped {
-                            *out.skipped.entry(reason).or_default() += 1;
-                        }
-                    }
-                    Err(e) => out.rejected.push(Rejected {
-                        source: name.to_string(),
-                        line: Some(e.line.unwrap_or(record.line)),
-                        reason: e.reason,
-                        raw: redacted_raw(&record.bytes, syntax),
-                    }),
-                }
-            }
-            Ok(Framed::Broken { line, reason, raw }) => out.rejected.push(Rejected {
-                source: name.to_string(),
-                line: Some(line),
-                reason,
-                raw: redact::scrub_text(&raw),
-            }),
-            Err(_) => break,
-        }
+    let mut ctx = options.context(name, options.time.unwrap_or_else(Timestamp::now));
+    for framed in framer.map_while(Result::ok) {
+        decode_framed(format, framed, syntax, &mut ctx, &mut out);
     }
     out
 }
@@ -380,10 +367,8 @@ pub fn decode_record(
         Syntax::Json
     };
     let record = crate::Record::new(line, bytes.to_vec());
-    let mut ctx = Context::new(source, options.time.unwrap_or_else(Timestamp::now));
+    let mut ctx = options.context(source, options.time.unwrap_or_else(Timestamp::now));
     ctx.line = line;
-    ctx.cluster = options.cluster.as_deref();
-    ctx.time = options.time;
     let mut out = Output::default();
     format
         .decode(&record, syntax, &ctx, &mut out)

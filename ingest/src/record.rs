@@ -60,6 +60,34 @@ pub struct ListItem {
     pub api_version: Option<String>,
 }
 
+impl ListItem {
+    /// Item `index` of `list`, with what the list's `kind` and `apiVersion`
+    /// say about its items.
+    pub fn of_list(list: &serde_json::Value, index: usize) -> ListItem {
+        let text = |key: &str| list.get(key).and_then(|v| v.as_str());
+        ListItem {
+            index,
+            kind: text("kind")
+                .and_then(|k| k.strip_suffix("List"))
+                .filter(|k| !k.is_empty())
+                .map(str::to_string),
+            api_version: text("apiVersion").map(str::to_string),
+        }
+    }
+
+    /// Gives `item` the list's item kind and apiVersion where it has none.
+    pub fn fill(&self, item: &mut serde_json::Value) {
+        let Some(map) = item.as_object_mut() else {
+            return;
+        };
+        for (key, value) in [("kind", &self.kind), ("apiVersion", &self.api_version)] {
+            if let (false, Some(v)) = (map.contains_key(key), value) {
+                map.insert(key.to_string(), v.clone().into());
+            }
+        }
+    }
+}
+
 /// What framing yields: a record, or bytes that cannot be one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Framed {
@@ -375,16 +403,8 @@ impl Scanner {
             let mut shell = t.head.clone();
             shell.extend_from_slice(b"]}");
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&shell) {
-                t.api_version = v
-                    .get("apiVersion")
-                    .and_then(|a| a.as_str())
-                    .map(str::to_string);
-                t.kind = v
-                    .get("kind")
-                    .and_then(|k| k.as_str())
-                    .and_then(|k| k.strip_suffix("List"))
-                    .filter(|k| !k.is_empty())
-                    .map(str::to_string);
+                let context = ListItem::of_list(&v, 0);
+                (t.kind, t.api_version) = (context.kind, context.api_version);
             }
         }
         let done = std::mem::take(&mut self.list.done);

@@ -228,16 +228,8 @@ impl<R: BufRead> YamlReader<R> {
         list.streaming = true;
         list.head = doc[..list.head_end].to_vec();
         if let Ok(v) = serde_norway::from_slice::<serde_json::Value>(&list.head) {
-            list.api_version = v
-                .get("apiVersion")
-                .and_then(|a| a.as_str())
-                .map(str::to_string);
-            list.kind = v
-                .get("kind")
-                .and_then(|k| k.as_str())
-                .and_then(|k| k.strip_suffix("List"))
-                .filter(|k| !k.is_empty())
-                .map(str::to_string);
+            let context = ListItem::of_list(&v, 0);
+            (list.kind, list.api_version) = (context.kind, context.api_version);
         }
         let starts = std::mem::take(&mut list.starts);
         for (i, (start, line)) in starts.iter().enumerate() {

@@ -14,12 +14,17 @@ pub struct EventFilter {
     pub since: Option<Timestamp>,
     /// Valid time before.
     pub until: Option<Timestamp>,
+    /// Log index at or after.
+    pub from_index: u64,
+    /// Log index before.
+    pub to_index: Option<u64>,
     /// At most this many.
     pub limit: Option<usize>,
 }
 
 /// Events matching `filter`: in valid-time order when a cluster or type is
-/// given (read through the derived index), else in log order.
+/// given (read through the derived index), else in log order (only the
+/// index range asked for is read).
 pub fn select<'a>(
     store: &'a Store,
     filter: &'a EventFilter,
@@ -34,6 +39,8 @@ pub fn select<'a>(
             .as_deref()
             .is_none_or(|c| e.event.cluster.as_deref() == Some(c))
             && filter.event_type.is_none_or(|t| e.event.event_type == t)
+            && e.index >= filter.from_index
+            && filter.to_index.is_none_or(|t| e.index < t)
             && in_window(e)
     };
     let iter: Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> =
@@ -42,7 +49,10 @@ pub fn select<'a>(
             (None, Some(t)) => {
                 Box::new(store.scan(ScanKey::Type(t.as_str()), filter.since, filter.until))
             }
-            (None, None) => Box::new(store.entries(0, store.size())),
+            (None, None) => {
+                let to = filter.to_index.unwrap_or(u64::MAX).min(store.size());
+                Box::new(store.entries(filter.from_index, to))
+            }
         };
     let filtered = iter.filter(move |r| r.as_ref().map_or(true, matches));
     match filter.limit {

@@ -6,9 +6,11 @@
 //! (a range of the log). Every pushed filter is reported `Inexact`, so
 //! DataFusion still applies it: the scan may return more, never less.
 
-use annal_schemas::Timestamp;
+use annal_schemas::{EventType, Timestamp};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+
+use crate::events::EventFilter;
 
 /// The part of a scan the store narrows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,6 +37,24 @@ impl EventBounds {
             b.add(f);
         }
         b
+    }
+
+    /// The store filter for these bounds; `None` when `type` names no
+    /// event type (nothing can match).
+    pub fn to_filter(&self) -> Option<EventFilter> {
+        let event_type = match &self.event_type {
+            Some(t) => Some(t.parse::<EventType>().ok()?),
+            None => None,
+        };
+        Some(EventFilter {
+            cluster: self.cluster.clone(),
+            event_type,
+            since: self.since,
+            until: self.until,
+            from_index: self.from_index,
+            to_index: self.to_index,
+            limit: None,
+        })
     }
 
     /// Whether `expr` narrows the scan (and is therefore worth pushing).

@@ -71,6 +71,7 @@ pub fn log(store: &Store, args: &LogArgs, printer: &Printer) -> anyhow::Result<E
         since: args.since,
         until: args.until,
         limit: Some(args.limit),
+        ..EventFilter::default()
     };
     let mut table = Table::new(&["index", "time", "type", "cluster", "id", "recorded_at"]);
     for entry in events::select(store, &filter) {

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 use super::kind::json_type;
 use super::time::{self, TimeSource};
 use super::{k8s_object, Emitter, Event, Id};
-use crate::redact;
+use crate::{redact, ListItem};
 
 /// Audit-log key of the credential the request was authenticated with.
 const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
@@ -235,30 +235,20 @@ impl Change<'_> {
                 Ok(true)
             }
             "deletecollection" => {
-                let Some(Value::Object(mut list)) = response else {
-                    // A hollow deletecollection names no objects.
+                // A hollow deletecollection names no objects.
+                let Some(mut list) = response else {
                     return Ok(false);
                 };
-                let Some(Value::Array(items)) = list.remove("items") else {
+                let Some(Value::Array(items)) =
+                    list.as_object_mut().and_then(|l| l.remove("items"))
+                else {
                     return Ok(false);
                 };
                 // Items of a typed list omit their kind and apiVersion.
-                let item_kind = list
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .and_then(|k| k.strip_suffix("List"))
-                    .map(str::to_string);
-                let item_api = list.get("apiVersion").cloned();
+                let context = ListItem::of_list(&list, 0);
                 let mut any = false;
                 for (i, mut item) in items.into_iter().enumerate() {
-                    if let Some(obj) = item.as_object_mut() {
-                        if let (false, Some(k)) = (obj.contains_key("kind"), &item_kind) {
-                            obj.insert("kind".into(), k.clone().into());
-                        }
-                        if let (false, Some(a)) = (obj.contains_key("apiVersion"), &item_api) {
-                            obj.insert("apiVersion".into(), a.clone());
-                        }
-                    }
+                    context.fill(&mut item);
                     if !is_object_doc(&item) {
                         continue;
                     }

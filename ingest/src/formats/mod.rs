@@ -114,13 +114,7 @@ impl Format {
             Some(item) => {
                 // One item of a streamed list: typed lists leave the kind to
                 // the list.
-                if let Value::Object(map) = &mut doc {
-                    for (key, value) in [("kind", &item.kind), ("apiVersion", &item.api_version)] {
-                        if let (false, Some(v)) = (map.contains_key(key), value) {
-                            map.insert(key.to_string(), v.clone().into());
-                        }
-                    }
-                }
+                item.fill(&mut doc);
                 let mut item_ctx = *ctx;
                 item_ctx.item = Some(item.index);
                 self.document(doc, &item_ctx, out, &format!("items[{}].", item.index))

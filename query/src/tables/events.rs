@@ -4,11 +4,12 @@
 //! batches through a two-slot channel, so a scan of the whole log holds two
 //! batches in memory, never the log. Only projected columns are built (the
 //! `data` JSON text is the expensive one). Filters on `cluster`, `type`,
-//! `time` and `index` narrow what is read ([`crate::pushdown`]).
+//! `time` and `index` narrow what is read ([`crate::pushdown`]), through the
+//! same [`crate::events::select`] the CLI lists events with.
 
 use std::sync::Arc;
 
-use annal_store::{Entry, ScanKey, Store, StoreError};
+use annal_store::{Entry, Store};
 use async_trait::async_trait;
 use datafusion::arrow::array::{
     ArrayRef, RecordBatch, StringBuilder, TimestampMicrosecondBuilder, UInt64Builder,
@@ -153,13 +154,18 @@ impl PartitionStream for EventScan {
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
         let store = self.store.clone();
-        let bounds = self.bounds.clone();
+        let filter = self.bounds.to_filter().map(|mut f| {
+            f.limit = self.limit;
+            f
+        });
         let columns = self.columns.clone();
         let schema = self.schema.clone();
-        let limit = self.limit.unwrap_or(usize::MAX);
         tokio::task::spawn_blocking(move || {
+            let Some(filter) = filter else {
+                return; // a type no event has
+            };
             let mut batch = Rows::new(&columns);
-            for entry in entries(&store, &bounds).take(limit) {
+            for entry in crate::events::select(&store, &filter) {
                 let entry = match entry {
                     Ok(e) => e,
                     Err(e) => {
@@ -184,35 +190,6 @@ impl PartitionStream for EventScan {
         });
         Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
     }
-}
-
-/// The entries the bounds select, read through the narrowest index.
-fn entries<'a>(
-    store: &'a Store,
-    b: &'a EventBounds,
-) -> Box<dyn Iterator<Item = std::result::Result<Entry, StoreError>> + 'a> {
-    let in_bounds = move |e: &Entry| {
-        e.index >= b.from_index
-            && b.to_index.is_none_or(|t| e.index < t)
-            && b.since.is_none_or(|s| e.event.time >= s)
-            && b.until.is_none_or(|u| e.event.time < u)
-            && b.cluster
-                .as_deref()
-                .is_none_or(|c| e.event.cluster.as_deref() == Some(c))
-            && b.event_type
-                .as_deref()
-                .is_none_or(|t| e.event.event_type.as_str() == t)
-    };
-    let iter: Box<dyn Iterator<Item = std::result::Result<Entry, StoreError>> + 'a> =
-        match (&b.cluster, &b.event_type) {
-            (Some(c), _) => store.scan(ScanKey::Cluster(c), b.since, b.until),
-            (None, Some(t)) => store.scan(ScanKey::Type(t), b.since, b.until),
-            (None, None) => {
-                let to = b.to_index.unwrap_or(u64::MAX).min(store.size());
-                store.entries(b.from_index, to)
-            }
-        };
-    Box::new(iter.filter(move |r| r.as_ref().map_or(true, in_bounds)))
 }
 
 /// Column builders for the projected columns of one batch.
