@@ -60,8 +60,9 @@ pub enum Command {
     Checkpoint,
     /// List events, by cluster, type and valid-time window.
     Log(LogArgs),
-    /// List the Kubernetes objects that exist at an instant (naive full scan).
-    Objects(ObjectsArgs),
+    /// The objects live at an instant, with owners, claims, conflicts and field managers.
+    #[command(alias = "objects")]
+    Inventory(InventoryArgs),
     /// Rebuild the derived indexes from the log.
     Reindex,
     /// Inspect, re-ingest or drop rejected input.
@@ -144,13 +145,19 @@ pub struct LogArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ObjectsArgs {
-    /// Valid time to reconstruct (RFC 3339; default: the latest known).
-    #[arg(long, value_parser = parse_time)]
+pub struct InventoryArgs {
+    /// Valid time: the instant in the world (RFC 3339 or `now-2h`; default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
     pub at: Option<annal_schemas::Timestamp>,
+    /// System time: answer as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
     /// Only this cluster.
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub cluster: Option<String>,
+    /// Only objects this app claims (`argocd:guestbook`, `flux:flux-system/apps`, ...).
+    #[arg(long, value_name = "APP")]
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -41,3 +41,77 @@ fn sql_answers_in_every_output_format_and_rejects_bad_queries_with_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
 }
+
+#[test]
+fn inventory_prints_owners_claims_and_managers_as_of_both_clocks() {
+    let l = Ledger::new();
+    assert_eq!(l.run(&["demo"]).status.code(), Some(0));
+    let (code, rows) = l.json(&["inventory", "--at", "2026-11-01T10:30:00Z"]);
+    assert_eq!(code, Some(0));
+    let rows = rows.as_array().unwrap();
+    let deployment = rows
+        .iter()
+        .find(|r| r["kind"] == "Deployment" && r["name"] == "guestbook-ui")
+        .unwrap();
+    for key in [
+        "cluster",
+        "group",
+        "version",
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "resource_version",
+        "owner",
+        "owner_kind",
+        "claims",
+        "conflict",
+        "managers",
+    ] {
+        assert!(deployment.get(key).is_some(), "no {key} in {deployment}");
+    }
+    assert_eq!(deployment["cluster"], "prod-eu1-a");
+    assert_eq!(deployment["group"], "apps");
+    assert_eq!(deployment["owner"], "argocd:guestbook");
+    assert_eq!(
+        deployment["claims"],
+        serde_json::json!(["argocd:guestbook"])
+    );
+    assert_eq!(deployment["conflict"], false);
+    assert!(deployment["managers"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("argocd-controller")));
+
+    let (_, helm) = l.json(&[
+        "inventory",
+        "--at",
+        "2026-11-01T10:30:00Z",
+        "--owner",
+        "helm:cache/redis",
+    ]);
+    let helm = helm.as_array().unwrap();
+    assert_eq!(helm.len(), 1);
+    assert_eq!(helm[0]["name"], "redis-master");
+
+    // Before the ledger recorded anything, it knew of nothing.
+    let (_, before) = l.json(&[
+        "inventory",
+        "--at",
+        "2026-11-01T10:30:00Z",
+        "--known-at",
+        "2000-01-01T00:00:00Z",
+    ]);
+    assert_eq!(before, serde_json::json!([]));
+
+    // The SQL table function gives the same rows.
+    let (_, counted) = l.json(&[
+        "sql",
+        "SELECT count(*) AS n FROM inventory_at('2026-11-01T10:30:00Z')",
+    ]);
+    assert_eq!(counted[0]["n"], serde_json::json!(rows.len()));
+
+    let out = l.run(&["inventory", "--at", "half past ten"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--at"), "{}", stderr(&out));
+}

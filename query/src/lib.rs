@@ -4,14 +4,15 @@
 //! [`sql::session`] registers DataFusion tables over a [`annal_store::Store`]
 //! (see [`tables`]), with filters on cluster, type, valid time and log
 //! index pushed down to the store's indexes ([`pushdown`]). [`events::select`]
-//! lists events for the CLI, and [`objects::live_at`] is the naive fold of
-//! object events that DESIGN.md's version ordering defines: the reference
-//! model the incremental version index is checked against.
+//! lists events for the CLI, and [`inventory`] answers "which objects were
+//! live, owned by whom, at T (as known at T')" from the store's incremental
+//! object version index; `inventory_at(T [, known_at])` is the same answer
+//! as a SQL table function.
 #![deny(missing_docs)]
 
 mod error;
 pub mod events;
-pub mod objects;
+pub mod inventory;
 pub mod pushdown;
 pub mod sql;
 pub mod tables;

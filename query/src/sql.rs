@@ -8,7 +8,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use crate::tables::EventsTable;
+use crate::tables::{EventsTable, InventoryAt, ObjectsTable};
 use crate::QueryError;
 
 /// A session with every annal table registered.
@@ -21,7 +21,9 @@ pub fn session(store: Arc<Store>) -> Result<SessionContext, QueryError> {
         .with_target_partitions(2);
     let mut ctx = SessionContext::new_with_config(config);
     datafusion_functions_json::register_all(&mut ctx)?;
-    ctx.register_table("events", Arc::new(EventsTable::new(store)))?;
+    ctx.register_table("events", Arc::new(EventsTable::new(store.clone())))?;
+    ctx.register_table("objects", Arc::new(ObjectsTable::new(store.clone())))?;
+    ctx.register_udtf("inventory_at", Arc::new(InventoryAt::new(store)));
     Ok(ctx)
 }
 

@@ -44,11 +44,30 @@ pub enum Marker {
     Helm,
     /// `fleet.cattle.io/bundle-name` + `/bundle-namespace`.
     Fleet,
+    /// Listed in the app's latest `app.inventory` (not a marker on the
+    /// object itself: the query layer adds it for the instant asked).
+    Inventory,
     /// `app.kubernetes.io/instance` (Argo CD label tracking).
     InstanceLabel,
 }
 
 impl Marker {
+    /// Every marker, in precedence order.
+    pub const ALL: [Marker; 7] = [
+        Marker::TrackingId,
+        Marker::FluxKustomization,
+        Marker::FluxHelmRelease,
+        Marker::Helm,
+        Marker::Fleet,
+        Marker::Inventory,
+        Marker::InstanceLabel,
+    ];
+
+    /// The marker named by [`Marker::as_str`].
+    pub fn parse(name: &str) -> Option<Marker> {
+        Marker::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
     /// A short name for reports.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -57,6 +76,7 @@ impl Marker {
             Marker::FluxHelmRelease => "flux-helmrelease",
             Marker::Helm => "helm",
             Marker::Fleet => "fleet",
+            Marker::Inventory => "inventory",
             Marker::InstanceLabel => "instance-label",
         }
     }
@@ -188,6 +208,55 @@ pub fn markers(
     out
 }
 
+/// Who owns an object, decided from all its claims.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ownership {
+    /// The owner: the first claim in precedence order (`None`: unowned).
+    pub owner: Option<String>,
+    /// The marker that owner's claim came from.
+    pub owner_kind: Option<Marker>,
+    /// Every distinct owner that counts, in precedence order.
+    pub claims: Vec<String>,
+    /// Two or more different GitOps owners claim the object.
+    pub conflict: bool,
+}
+
+/// Decides ownership from an object's claims (its own markers plus the
+/// inventories listing it), following DESIGN's rules:
+///
+/// - claims are ranked by [`Marker`] precedence; the first is the owner;
+/// - a Helm release installed by Flux's helm-controller carries both
+///   `flux-helm:` and `helm:` claims: one owner chain, so the `helm:` claim
+///   is dropped when a `flux-helm:` claim exists;
+/// - `app.kubernetes.io/instance` is Argo CD's legacy *label* tracking, and
+///   many Helm charts set that label themselves: it counts only when no
+///   other claim exists, or it would make every chart installed by Flux or
+///   Helm look contested;
+/// - the same owner through two markers is one claim; two different owners
+///   are a conflict.
+pub fn decide(claims: &[Claim]) -> Ownership {
+    let mut ranked: Vec<&Claim> = claims.iter().collect();
+    ranked.sort_by_key(|c| c.marker);
+    let flux_helm = ranked.iter().any(|c| c.marker == Marker::FluxHelmRelease);
+    let others = ranked.iter().any(|c| c.marker != Marker::InstanceLabel);
+    let mut out = Ownership::default();
+    for claim in ranked {
+        if (claim.marker == Marker::Helm && flux_helm)
+            || (claim.marker == Marker::InstanceLabel && others)
+            || out.claims.contains(&claim.owner)
+        {
+            continue;
+        }
+        if out.owner.is_none() {
+            out.owner = Some(claim.owner.clone());
+            out.owner_kind = Some(claim.marker);
+        }
+        out.claims.push(claim.owner.clone());
+    }
+    out.conflict = out.claims.len() > 1;
+    out
+}
+
 /// A parsed `argocd.argoproj.io/tracking-id`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TrackingId<'a> {
@@ -249,6 +318,57 @@ mod tests {
         namespace: "default",
         name: "web",
     };
+
+    #[test]
+    fn decide_ranks_claims_and_flags_two_owners() {
+        let claim = |owner: &str, marker| Claim {
+            owner: owner.into(),
+            marker,
+        };
+        let none = decide(&[]);
+        assert_eq!((none.owner, none.conflict), (None, false));
+
+        // Flux's helm-controller sets both: one chain, owned by flux-helm.
+        let chain = decide(&[
+            claim("helm:shop/web", Marker::Helm),
+            claim("flux-helm:shop/web", Marker::FluxHelmRelease),
+        ]);
+        assert_eq!(chain.owner.as_deref(), Some("flux-helm:shop/web"));
+        assert_eq!(chain.owner_kind, Some(Marker::FluxHelmRelease));
+        assert_eq!(chain.claims, ["flux-helm:shop/web"]);
+        assert!(!chain.conflict);
+
+        // A chart's own instance label does not contest a real owner...
+        let chart = decide(&[
+            claim("argocd:web", Marker::InstanceLabel),
+            claim("helm:shop/web", Marker::Helm),
+        ]);
+        assert_eq!(chart.claims, ["helm:shop/web"]);
+        // ...but is the owner when nothing else claims the object.
+        let label = decide(&[claim("argocd:web", Marker::InstanceLabel)]);
+        assert_eq!(label.owner.as_deref(), Some("argocd:web"));
+
+        // Same owner twice is one claim; a second owner is a conflict.
+        let same = decide(&[
+            claim("argocd:shop", Marker::Inventory),
+            claim("argocd:shop", Marker::TrackingId),
+        ]);
+        assert_eq!((same.claims.len(), same.conflict), (1, false));
+        assert_eq!(same.owner_kind, Some(Marker::TrackingId));
+        let two = decide(&[
+            claim("flux:flux-system/apps", Marker::FluxKustomization),
+            claim("argocd:shop", Marker::TrackingId),
+            claim("helm:shop/web", Marker::Helm),
+        ]);
+        assert_eq!(
+            two.claims,
+            ["argocd:shop", "flux:flux-system/apps", "helm:shop/web"]
+        );
+        assert!(two.conflict);
+        for m in Marker::ALL {
+            assert_eq!(Marker::parse(m.as_str()), Some(m));
+        }
+    }
 
     #[test]
     fn tracking_ids_parse_core_group_and_cluster_scope() {

@@ -6,6 +6,7 @@
 
 use annal_schemas::Timestamp;
 
+use crate::versions::{ClusterVersions, VersionIndex};
 use crate::{Entry, StoreError};
 
 /// Reserved key holding a derived tree's watermark. No index key starts with
@@ -69,6 +70,7 @@ fn sortable_micros(micros: i64) -> [u8; 8] {
 /// The set of derived indexes of one store.
 pub(crate) struct Derived {
     indexes: Vec<(Box<dyn DerivedIndex>, sled::Tree)>,
+    versions: VersionIndex,
 }
 
 /// Which derived index a scan uses.
@@ -81,7 +83,7 @@ pub enum ScanKey<'a> {
 }
 
 impl Derived {
-    pub(crate) fn open(db: &sled::Db) -> Result<Self, StoreError> {
+    pub(crate) fn open(db: &sled::Db, versions: std::path::PathBuf) -> Result<Self, StoreError> {
         let all: Vec<Box<dyn DerivedIndex>> = vec![Box::new(ByClusterTime), Box::new(ByTypeTime)];
         let indexes = all
             .into_iter()
@@ -90,17 +92,25 @@ impl Derived {
                 Ok((ix, tree))
             })
             .collect::<Result<_, StoreError>>()?;
-        Ok(Derived { indexes })
+        Ok(Derived {
+            indexes,
+            versions: VersionIndex::open(db, versions)?,
+        })
     }
 
     /// Names of the derived trees.
     pub(crate) fn names(&self) -> Vec<&'static str> {
-        self.indexes.iter().map(|(ix, _)| ix.tree_name()).collect()
+        let mut names: Vec<_> = self.indexes.iter().map(|(ix, _)| ix.tree_name()).collect();
+        names.push(self.versions.tree_name());
+        names
     }
 
-    /// The log size every index covers.
-    pub(crate) fn watermark(&self) -> Result<u64, StoreError> {
-        let mut low = u64::MAX;
+    /// The log size every index covers (`None`: an interrupted apply left
+    /// an index to rebuild from scratch).
+    pub(crate) fn watermark(&self) -> Result<Option<u64>, StoreError> {
+        let Some(mut low) = self.versions.watermark()? else {
+            return Ok(None);
+        };
         for (_, tree) in &self.indexes {
             let w = tree
                 .get(WATERMARK_KEY)?
@@ -108,7 +118,7 @@ impl Derived {
                 .unwrap_or(0);
             low = low.min(w);
         }
-        Ok(if low == u64::MAX { 0 } else { low })
+        Ok(Some(low))
     }
 
     /// Adds `entries` (consecutive, ending at log size `upto`).
@@ -121,14 +131,27 @@ impl Derived {
             batch.insert(WATERMARK_KEY, &upto.to_be_bytes());
             tree.apply_batch(batch)?;
         }
-        Ok(())
+        self.versions.apply(entries, upto)
     }
 
     pub(crate) fn clear(&self) -> Result<(), StoreError> {
         for (_, tree) in &self.indexes {
             tree.clear()?;
         }
-        Ok(())
+        self.versions.clear()
+    }
+
+    /// Cluster ids with object versions.
+    pub(crate) fn version_clusters(&self) -> Result<Vec<String>, StoreError> {
+        self.versions.clusters()
+    }
+
+    /// A copy of one cluster's object versions.
+    pub(crate) fn cluster_versions(
+        &self,
+        cluster: &str,
+    ) -> Result<Option<ClusterVersions>, StoreError> {
+        self.versions.cluster(cluster)
     }
 
     /// Log indexes of events under `key` with valid time in `[from, to)`.

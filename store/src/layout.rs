@@ -10,6 +10,7 @@
 //!     'M' ‖ name              meta: size, recorded_at, checkpoint
 //!   tree "quarantine"         rejected input, keyed by content hash
 //!   tree "idx.*"              derived indexes (caches, rebuilt by `annal reindex`)
+//! DATA/versions/<n>/          object version index files (derived, see versions/)
 //! DATA/keys/checkpoint.key    Ed25519 signing key, mode 0600
 //! DATA/keys/checkpoint.vkey   its public key, for auditors
 //! DATA/checkpoint             latest signed checkpoint (published after each commit)
@@ -50,6 +51,11 @@ impl DataDir {
     /// The directory of leaf files.
     pub fn leaves(&self) -> PathBuf {
         self.root.join("log")
+    }
+
+    /// The object version index files (a derived index).
+    pub fn versions(&self) -> PathBuf {
+        self.root.join("versions")
     }
 
     /// The directory of key files.

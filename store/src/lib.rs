@@ -38,6 +38,7 @@ mod quarantine;
 mod record_file;
 mod tree;
 mod verify;
+pub mod versions;
 
 pub use canonical::PreparedEvent;
 pub use derived::ScanKey;

@@ -16,6 +16,7 @@ use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES}
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::quarantine::Quarantine;
 use crate::tree::{TreeFiles, TreeWriter};
+use crate::versions::ClusterVersions;
 use crate::{Entry, StoreError};
 
 /// Default log origin (C2SP checkpoint origin and key name).
@@ -133,7 +134,7 @@ impl Store {
         let db = open_db(&dir)?;
         let log = db.open_tree(layout::LOG_TREE)?;
         let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
-        let derived = Derived::open(&db)?;
+        let derived = Derived::open(&db, dir.versions())?;
         let signer = keys::read_signer(&dir)?;
         let verifier = match &signer {
             Some(s) => Some(s.verifier()),
@@ -244,6 +245,11 @@ impl Store {
         }
         let size = result?;
         drop(w);
+        // The derived indexes follow each commit, so ingest pays for them
+        // (and says so in its throughput). The batch is committed whatever
+        // happens here: a failure is retried by the next reader, which
+        // reports it.
+        let _ = self.catch_up_derived();
         Ok(AppendOutcome {
             appended: ids.len() as u64,
             duplicates,
@@ -478,6 +484,39 @@ impl Store {
         Ok(())
     }
 
+    /// Cluster ids that have object versions, sorted.
+    pub fn version_clusters(&self) -> Result<Vec<String>, StoreError> {
+        self.catch_up_derived()?;
+        self.derived.version_clusters()
+    }
+
+    /// A consistent copy of one cluster's object versions (see
+    /// [`ClusterVersions::live_at`]); `None` when the cluster has none.
+    pub fn cluster_versions(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
+        self.catch_up_derived()?;
+        self.derived.cluster_versions(cluster)
+    }
+
+    /// How many entries the ledger had recorded at system time `at`: the
+    /// `known_below` bound of an as-of-system-time question. Entries are
+    /// recorded in index order with non-decreasing `recorded_at`, so this
+    /// is a binary search.
+    pub fn size_at(&self, at: Timestamp) -> Result<u64, StoreError> {
+        let (mut lo, mut hi) = (0u64, self.lock_free_size());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let entry = self
+                .entry(mid)?
+                .ok_or_else(|| StoreError::Corrupt(format!("no entry {mid}")))?;
+            if entry.recorded_at <= at {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
     /// Flushes everything (quarantine writes included) to disk.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
@@ -606,12 +645,15 @@ impl Store {
     fn catch_up_derived(&self) -> Result<(), StoreError> {
         let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
         let size = self.lock_free_size();
-        let mark = self.derived.watermark()?;
-        if mark > size {
-            self.derived.clear()?;
-            self.replay_derived(0)?;
-        } else if mark < size {
-            self.replay_derived(mark)?;
+        match self.derived.watermark()? {
+            Some(mark) if mark == size => {}
+            Some(mark) if mark < size => {
+                self.replay_derived(mark)?;
+            }
+            _ => {
+                self.derived.clear()?;
+                self.replay_derived(0)?;
+            }
         }
         Ok(())
     }

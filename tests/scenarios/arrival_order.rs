@@ -2,7 +2,7 @@
 //! answers: arrival order must never change what annal says existed at T.
 
 use annal_ingest::{pipeline, Format, Input};
-use annal_query::objects;
+use annal_query::inventory::{self, AsOf};
 use annal_store::Store;
 use proptest::prelude::*;
 
@@ -32,13 +32,14 @@ fn ingest(lines: &[&str], batch_size: usize) -> (tempfile::TempDir, Store) {
 }
 
 fn names_at(store: &Store, at: &str) -> Vec<String> {
-    objects::live_at(store, Some(at.parse().unwrap()))
+    let as_of = AsOf::new(store, at.parse().unwrap(), None).unwrap();
+    inventory::fleet_at(store, None, &as_of)
         .unwrap()
         .into_iter()
         .map(|o| {
             format!(
                 "{}/{}/{}/{}",
-                o.key.cluster, o.key.kind, o.key.namespace, o.key.name
+                o.cluster, o.object.kind, o.object.namespace, o.object.name
             )
         })
         .collect()

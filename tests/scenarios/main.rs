@@ -2,6 +2,7 @@
 //! pipeline into the store and back out through the query crate.
 
 mod arrival_order;
+mod as_of;
 mod conformance;
 mod framing;
 mod ownership;

@@ -9,8 +9,8 @@ use std::path::Path;
 use annal_ingest::{pipeline, Format, Input};
 use annal_store::{Store, StoreError, DEFAULT_ORIGIN};
 
-use super::inspect;
-use crate::args::ObjectsArgs;
+use super::inventory;
+use crate::args::InventoryArgs;
 use crate::exit::Exit;
 use crate::output::{OutputFormat, Printer};
 
@@ -52,17 +52,19 @@ pub fn run(data: &Path, printer: &Printer) -> anyhow::Result<Exit> {
         );
         println!("Objects that exist now:");
     }
-    inspect::objects(
+    inventory::run(
         &store,
-        &ObjectsArgs {
+        &InventoryArgs {
             at: None,
+            known_at: None,
             cluster: None,
+            owner: None,
         },
         printer,
     )?;
     if human {
         println!(
-            "\nNext: annal --data {} log | annal --data {0} verify | annal --data {0} objects --at 2026-11-01T09:30:00Z",
+            "\nNext: annal --data {} log | annal --data {0} verify | annal --data {0} inventory --at 2026-11-01T09:30:00Z",
             data.display()
         );
     }

@@ -1,12 +1,11 @@
-//! Read-only commands: `status`, `checkpoint`, `log`, `objects`, and `reindex`.
+//! Read-only commands: `status`, `checkpoint`, `log` and `reindex`.
 
 use annal_query::events::{self, EventFilter};
-use annal_query::objects;
 use annal_store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::verify::hex;
-use crate::args::{LogArgs, ObjectsArgs};
+use crate::args::LogArgs;
 use crate::exit::Exit;
 use crate::output::{OutputFormat, Printer, Table};
 
@@ -83,40 +82,6 @@ pub fn log(store: &Store, args: &LogArgs, printer: &Printer) -> anyhow::Result<E
             json!(e.event.cluster),
             json!(e.event.id),
             json!(e.recorded_at.to_string()),
-        ]);
-    }
-    printer.table(&table)?;
-    Ok(Exit::Ok)
-}
-
-pub fn objects(store: &Store, args: &ObjectsArgs, printer: &Printer) -> anyhow::Result<Exit> {
-    let mut table = Table::new(&[
-        "cluster",
-        "group",
-        "version",
-        "kind",
-        "namespace",
-        "name",
-        "uid",
-        "resource_version",
-        "observed_at",
-    ]);
-    for o in objects::live_at(store, args.at)? {
-        if args.cluster.as_ref().is_some_and(|c| *c != o.key.cluster) {
-            continue;
-        }
-        table.push(vec![
-            json!(o.key.cluster),
-            json!(o.key.group),
-            json!(o.version),
-            json!(o.key.kind),
-            json!(o.key.namespace),
-            json!(o.key.name),
-            o.metadata.uid.map_or(Value::Null, Value::String),
-            o.metadata
-                .resource_version
-                .map_or(Value::Null, Value::String),
-            json!(o.observed_at.to_string()),
         ]);
     }
     printer.table(&table)?;

@@ -3,6 +3,7 @@
 mod demo;
 mod ingest;
 mod inspect;
+mod inventory;
 mod quarantine;
 mod sql;
 mod verify;
@@ -26,7 +27,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Status => inspect::status(&open(data)?, &printer),
         Command::Checkpoint => inspect::checkpoint(&open(data)?, &printer),
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
-        Command::Objects(args) => inspect::objects(&open(data)?, &args, &printer),
+        Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),

@@ -1,0 +1,225 @@
+//! Inventory at an instant: which objects were live on which cluster, and
+//! who owned them, as the ledger knew it at some system time.
+//!
+//! The object versions come from the store's version index
+//! ([`annal_store::versions`]), so a question reads two interval columns
+//! per version and decodes details only for the answer. Ownership is
+//! decided per answer row from the version's own markers plus the app
+//! inventories in force at the instant ([`schemas::ownership::decide`]):
+//! an `app.inventory` replaces the app's previous set, so the latest one of
+//! each (cluster, app) at or before T counts.
+//!
+//! [`schemas::ownership::decide`]: annal_schemas::ownership::decide
+
+use std::collections::HashMap;
+
+use annal_schemas::data::AppInventory;
+use annal_schemas::ownership::{self, Claim, Marker};
+use annal_schemas::{EventType, Timestamp};
+use annal_store::versions::{ClusterVersions, ObjectName, VersionRow};
+use annal_store::{ScanKey, Store};
+
+use crate::QueryError;
+
+/// The two clocks of a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AsOf {
+    /// Valid time: the instant in the world.
+    pub valid: Timestamp,
+    /// System time: only what the ledger had recorded by then (`None`:
+    /// everything it holds now).
+    pub known_at: Option<Timestamp>,
+    /// Entries recorded by `known_at`: the log prefix the answer reads.
+    pub known_below: u64,
+}
+
+impl AsOf {
+    /// Binds the clocks to `store` (fixing the log prefix, so a question
+    /// asked during ingest reads one consistent prefix).
+    pub fn new(
+        store: &Store,
+        valid: Timestamp,
+        known_at: Option<Timestamp>,
+    ) -> Result<AsOf, QueryError> {
+        let known_below = match known_at {
+            Some(k) => store.size_at(k)?,
+            None => store.size(),
+        };
+        Ok(AsOf {
+            valid,
+            known_at,
+            known_below,
+        })
+    }
+}
+
+/// One live object with its owners.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InventoryRow {
+    /// Stable cluster id.
+    pub cluster: String,
+    /// The object's identity within the cluster.
+    pub object: ObjectName,
+    /// API version of the current version.
+    pub version: String,
+    /// `metadata.uid` (changes when the object is recreated).
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// The deciding owner.
+    pub owner: Option<String>,
+    /// Which marker the owner's claim came from.
+    pub owner_kind: Option<Marker>,
+    /// Every owner claiming the object.
+    pub claims: Vec<String>,
+    /// Two different owners claim it.
+    pub conflict: bool,
+    /// A tracking id naming another object (copied annotation).
+    pub tracking_mismatch: Option<String>,
+    /// Field managers of the current version.
+    pub managers: Vec<String>,
+    /// Valid time of the current version.
+    pub valid_from: Timestamp,
+    /// Log index of the current version.
+    pub index: u64,
+}
+
+/// App inventories in force at an instant: who lists each object.
+#[derive(Debug, Default)]
+pub struct Listings {
+    /// (cluster, object) → apps, in app-name order.
+    by_object: HashMap<(String, ObjectName), Vec<String>>,
+}
+
+impl Listings {
+    /// The latest `app.inventory` of each (cluster, app) at or before
+    /// `as_of` (by valid time, then log index).
+    pub fn at(store: &Store, as_of: &AsOf) -> Result<Listings, QueryError> {
+        let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
+        let mut latest: HashMap<(String, String), (Timestamp, u64, AppInventory)> = HashMap::new();
+        for entry in store.scan(ScanKey::Type(EventType::AppInventory.as_str()), None, until) {
+            let entry = entry?;
+            if entry.index >= as_of.known_below {
+                continue;
+            }
+            let Some(cluster) = entry.event.cluster.clone() else {
+                continue;
+            };
+            let Ok(inventory) = serde_json::from_value::<AppInventory>(entry.event.data) else {
+                continue; // validated on ingest: only a newer writer's shape
+            };
+            let order = (entry.event.time, entry.index);
+            let key = (cluster, inventory.app.clone());
+            if latest.get(&key).is_none_or(|(t, i, _)| (*t, *i) < order) {
+                latest.insert(key, (order.0, order.1, inventory));
+            }
+        }
+        let mut by_object: HashMap<(String, ObjectName), Vec<String>> = HashMap::new();
+        for ((cluster, app), (_, _, inventory)) in latest {
+            for e in inventory.entries {
+                let name = ObjectName {
+                    group: e.group,
+                    kind: e.kind,
+                    namespace: e.namespace,
+                    name: e.name,
+                };
+                by_object
+                    .entry((cluster.clone(), name))
+                    .or_default()
+                    .push(app.clone());
+            }
+        }
+        for apps in by_object.values_mut() {
+            apps.sort();
+            apps.dedup();
+        }
+        Ok(Listings { by_object })
+    }
+
+    fn apps(&self, cluster: &str, object: &ObjectName) -> &[String] {
+        self.by_object
+            .get(&(cluster.to_string(), object.clone()))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Live objects of one cluster at `as_of`, sorted by (group, kind,
+/// namespace, name).
+pub fn cluster_at(
+    store: &Store,
+    cluster: &str,
+    as_of: &AsOf,
+    listings: &Listings,
+) -> Result<Vec<InventoryRow>, QueryError> {
+    let Some(versions) = store.cluster_versions(cluster)? else {
+        return Ok(Vec::new());
+    };
+    let live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);
+    let mut rows = live
+        .into_iter()
+        .map(|r| row_of(&versions, r, listings))
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.sort_by(|a, b| a.object.cmp(&b.object));
+    Ok(rows)
+}
+
+/// Live objects of every cluster (or only `cluster`) at `as_of`.
+pub fn fleet_at(
+    store: &Store,
+    cluster: Option<&str>,
+    as_of: &AsOf,
+) -> Result<Vec<InventoryRow>, QueryError> {
+    let listings = Listings::at(store, as_of)?;
+    let clusters = match cluster {
+        Some(c) => vec![c.to_string()],
+        None => store.version_clusters()?,
+    };
+    let mut out = Vec::new();
+    for c in clusters {
+        out.extend(cluster_at(store, &c, as_of, &listings)?);
+    }
+    Ok(out)
+}
+
+fn row_of(
+    versions: &ClusterVersions,
+    row: &VersionRow,
+    listings: &Listings,
+) -> Result<InventoryRow, QueryError> {
+    let object = versions
+        .object(row.object)
+        .cloned()
+        .ok_or_else(|| annal_store::StoreError::Corrupt(format!("no object {}", row.object)))?;
+    let details = versions.details(row)?;
+    let mut claims = details.claims;
+    claims.extend(
+        listings
+            .apps(&versions.cluster, &object)
+            .iter()
+            .map(|app| Claim {
+                owner: app.clone(),
+                marker: Marker::Inventory,
+            }),
+    );
+    let owners = ownership::decide(&claims);
+    Ok(InventoryRow {
+        cluster: versions.cluster.clone(),
+        object,
+        version: version_of(&details.api_version).to_string(),
+        uid: details.uid,
+        resource_version: details.resource_version,
+        owner: owners.owner,
+        owner_kind: owners.owner_kind,
+        claims: owners.claims,
+        conflict: owners.conflict,
+        tracking_mismatch: details.tracking_mismatch,
+        managers: details.managers,
+        valid_from: Timestamp::from_unix_micros(row.from).unwrap_or(Timestamp::now()),
+        index: row.index,
+    })
+}
+
+/// `apps/v1` → `v1`.
+fn version_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or(api_version, |(_, v)| v)
+}

@@ -1,0 +1,50 @@
+//! Arguments of the as-of table functions: instants.
+
+use annal_schemas::Timestamp;
+use datafusion::common::{plan_err, ScalarValue};
+use datafusion::error::Result;
+use datafusion::logical_expr::Expr;
+
+/// The instant argument `position` of `function`: a string (RFC 3339 or a
+/// `now-2h` style offset) or a timestamp; `None` when absent or NULL.
+pub(crate) fn instant(
+    function: &str,
+    exprs: &[Expr],
+    position: usize,
+    now: Timestamp,
+) -> Result<Option<Timestamp>> {
+    let Some(expr) = exprs.get(position) else {
+        return Ok(None);
+    };
+    let expr = match expr {
+        Expr::Cast(c) => c.expr.as_ref(),
+        e => e,
+    };
+    let micros = match expr {
+        Expr::Literal(value, _) => match value {
+            v if v.is_null() => return Ok(None),
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)) => match Timestamp::parse_at(s, now) {
+                Ok(t) => return Ok(Some(t)),
+                Err(e) => {
+                    return plan_err!("{function}: argument {} {s:?}: {e}", position + 1);
+                }
+            },
+            ScalarValue::TimestampMicrosecond(Some(v), _) => Some(*v),
+            ScalarValue::TimestampNanosecond(Some(v), _) => Some(v.div_euclid(1000)),
+            ScalarValue::TimestampMillisecond(Some(v), _) => v.checked_mul(1000),
+            ScalarValue::TimestampSecond(Some(v), _) => v.checked_mul(1_000_000),
+            _ => None,
+        },
+        _ => None,
+    };
+    match micros.and_then(Timestamp::from_unix_micros) {
+        Some(t) => Ok(Some(t)),
+        None => plan_err!(
+            "{function}: argument {} must be a time: an RFC 3339 string such as \
+             '2026-11-01T10:00:00Z', an offset such as 'now-2h', or a TIMESTAMP",
+            position + 1
+        ),
+    }
+}

@@ -1,0 +1,129 @@
+//! A scan that produces one cluster at a time on a blocking thread.
+//!
+//! The object tables answer per cluster (the version index keeps each
+//! cluster's files apart), so a scan walks the clusters asked for, builds
+//! each one's rows, and sends them through a two-slot channel: memory holds
+//! two clusters' answers, never the fleet's versions.
+
+use std::sync::Arc;
+
+use annal_store::Store;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+
+use crate::pushdown::EventBounds;
+use crate::QueryError;
+
+/// Rows per Arrow batch.
+const BATCH_ROWS: usize = 8192;
+
+/// Builds the batches of one cluster (projected to the scan's schema).
+pub(crate) type Producer =
+    Arc<dyn Fn(&Store, &str) -> std::result::Result<Vec<RecordBatch>, QueryError> + Send + Sync>;
+
+/// `cluster = '…'` is pushed down (Inexact: DataFusion still checks it).
+pub(crate) fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+    filters
+        .iter()
+        .map(|f| {
+            if EventBounds::from_filters(std::slice::from_ref(*f))
+                .cluster
+                .is_some()
+            {
+                TableProviderFilterPushDown::Inexact
+            } else {
+                TableProviderFilterPushDown::Unsupported
+            }
+        })
+        .collect()
+}
+
+/// The plan of one scan over the clusters the filters allow.
+pub(crate) fn plan(
+    store: Arc<Store>,
+    schema: SchemaRef,
+    filters: &[Expr],
+    limit: Option<usize>,
+    produce: Producer,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let partition = ClusterScan {
+        store,
+        cluster: EventBounds::from_filters(filters).cluster,
+        schema: schema.clone(),
+        produce,
+    };
+    Ok(Arc::new(StreamingTableExec::try_new(
+        schema,
+        vec![Arc::new(partition)],
+        None,
+        vec![],
+        false,
+        limit,
+    )?))
+}
+
+struct ClusterScan {
+    store: Arc<Store>,
+    cluster: Option<String>,
+    schema: SchemaRef,
+    produce: Producer,
+}
+
+impl std::fmt::Debug for ClusterScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterScan")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for ClusterScan {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
+        let store = self.store.clone();
+        let only = self.cluster.clone();
+        let produce = self.produce.clone();
+        tokio::task::spawn_blocking(move || {
+            let fail = |e: QueryError| {
+                let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+            };
+            let clusters = match only {
+                Some(c) => vec![c],
+                None => match store.version_clusters() {
+                    Ok(c) => c,
+                    Err(e) => return fail(e.into()),
+                },
+            };
+            for cluster in clusters {
+                let batches = match produce(&store, &cluster) {
+                    Ok(b) => b,
+                    Err(e) => return fail(e),
+                };
+                for batch in batches {
+                    let mut offset = 0;
+                    while offset < batch.num_rows() {
+                        let len = BATCH_ROWS.min(batch.num_rows() - offset);
+                        if tx.blocking_send(Ok(batch.slice(offset, len))).is_err() {
+                            return;
+                        }
+                        offset += len;
+                    }
+                }
+            }
+        });
+        let stream = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|batch| (batch, rx))
+        });
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
+    }
+}

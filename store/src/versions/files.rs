@@ -1,0 +1,242 @@
+//! One cluster's files: rows, details and object names, appended in
+//! batches and cut back to the committed lengths when reopened.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::details::{self, VersionDetails};
+use super::row::{self, VersionRow, WIDTH};
+use super::ObjectName;
+use crate::StoreError;
+
+/// The committed lengths of a cluster's files, kept in sled with the
+/// watermark: bytes past them belong to an apply that never committed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ClusterMeta {
+    pub(crate) rows: u64,
+    pub(crate) objects: u32,
+    pub(crate) objects_bytes: u64,
+    pub(crate) details_bytes: u64,
+}
+
+impl ClusterMeta {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(28);
+        out.extend_from_slice(&self.rows.to_be_bytes());
+        out.extend_from_slice(&self.objects.to_be_bytes());
+        out.extend_from_slice(&self.objects_bytes.to_be_bytes());
+        out.extend_from_slice(&self.details_bytes.to_be_bytes());
+        out
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Result<ClusterMeta, StoreError> {
+        if b.len() != 28 {
+            return Err(StoreError::Corrupt("bad version index meta".into()));
+        }
+        let u64_at = |at: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[at..at + 8]);
+            u64::from_be_bytes(x)
+        };
+        Ok(ClusterMeta {
+            rows: u64_at(0),
+            objects: u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
+            objects_bytes: u64_at(12),
+            details_bytes: u64_at(20),
+        })
+    }
+}
+
+/// A file that names itself in its errors.
+struct NamedFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl NamedFile {
+    fn open(path: PathBuf, len: u64) -> Result<NamedFile, StoreError> {
+        let io = |e| StoreError::io(&path, e);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        file.set_len(len).map_err(io)?;
+        Ok(NamedFile { file, path })
+    }
+
+    fn write_at(&self, bytes: &[u8], at: u64) -> Result<(), StoreError> {
+        self.file
+            .write_all_at(bytes, at)
+            .map_err(|e| StoreError::io(&self.path, e))
+    }
+
+    fn sync(&self) -> Result<(), StoreError> {
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io(&self.path, e))
+    }
+}
+
+/// Open files of one cluster and what an apply added but did not flush.
+pub(crate) struct ClusterFiles {
+    rows: NamedFile,
+    details: NamedFile,
+    objects: NamedFile,
+    committed: ClusterMeta,
+    new_rows: Vec<u8>,
+    new_details: Vec<u8>,
+    new_objects: Vec<u8>,
+    new_object_count: u32,
+}
+
+impl ClusterFiles {
+    pub(crate) fn open(dir: &Path, committed: ClusterMeta) -> Result<ClusterFiles, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let open = |name: &str, len: u64| NamedFile::open(dir.join(name), len);
+        Ok(ClusterFiles {
+            rows: open("rows", committed.rows * WIDTH as u64)?,
+            details: open("details", committed.details_bytes)?,
+            objects: open("objects", committed.objects_bytes)?,
+            committed,
+            new_rows: Vec::new(),
+            new_details: Vec::new(),
+            new_objects: Vec::new(),
+            new_object_count: 0,
+        })
+    }
+
+    /// Adds an object name; returns its id.
+    pub(crate) fn add_object(&mut self, name: &ObjectName) -> Result<u32, StoreError> {
+        let id = self
+            .committed
+            .objects
+            .checked_add(self.new_object_count)
+            .ok_or_else(|| StoreError::Corrupt("more than 2^32 objects in a cluster".into()))?;
+        let text = [&name.group, &name.kind, &name.namespace, &name.name]
+            .map(String::as_str)
+            .join("\0");
+        self.new_objects
+            .extend_from_slice(&(text.len() as u32).to_le_bytes());
+        self.new_objects.extend_from_slice(text.as_bytes());
+        self.new_object_count += 1;
+        Ok(id)
+    }
+
+    /// Adds a details record; returns its offset.
+    pub(crate) fn add_details(&mut self, d: &VersionDetails) -> u64 {
+        let at = self.committed.details_bytes + self.new_details.len() as u64;
+        details::encode(d, &mut self.new_details);
+        at
+    }
+
+    /// Adds a row; returns its number.
+    pub(crate) fn add_row(&mut self, r: &VersionRow) -> u64 {
+        let n = self.committed.rows + (self.new_rows.len() / WIDTH) as u64;
+        r.encode(&mut self.new_rows);
+        n
+    }
+
+    /// Ends row `n`'s interval at (`to`, `to_index`): the interval split.
+    pub(crate) fn end_row(&mut self, n: u64, to: i64, to_index: u64) -> Result<(), StoreError> {
+        let mut end = [0u8; 16];
+        end[..8].copy_from_slice(&to.to_le_bytes());
+        end[8..].copy_from_slice(&to_index.to_le_bytes());
+        if n >= self.committed.rows {
+            let at = (n - self.committed.rows) as usize * WIDTH + row::END_OFFSET;
+            let slot = self
+                .new_rows
+                .get_mut(at..at + 16)
+                .ok_or_else(|| StoreError::Corrupt(format!("no version row {n}")))?;
+            slot.copy_from_slice(&end);
+        } else {
+            self.rows
+                .write_at(&end, n * WIDTH as u64 + row::END_OFFSET as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Writes and syncs what was added; returns the new committed lengths
+    /// (for the caller to store with the watermark).
+    pub(crate) fn flush(&mut self) -> Result<ClusterMeta, StoreError> {
+        let c = &mut self.committed;
+        self.rows.write_at(&self.new_rows, c.rows * WIDTH as u64)?;
+        self.details.write_at(&self.new_details, c.details_bytes)?;
+        self.objects.write_at(&self.new_objects, c.objects_bytes)?;
+        for f in [&self.rows, &self.details, &self.objects] {
+            f.sync()?;
+        }
+        c.rows += (self.new_rows.len() / WIDTH) as u64;
+        c.details_bytes += self.new_details.len() as u64;
+        c.objects_bytes += self.new_objects.len() as u64;
+        c.objects += self.new_object_count;
+        self.new_rows.clear();
+        self.new_details.clear();
+        self.new_objects.clear();
+        self.new_object_count = 0;
+        Ok(*c)
+    }
+}
+
+/// A cluster's committed files, decoded.
+pub(crate) struct Contents {
+    pub(crate) objects: Vec<ObjectName>,
+    pub(crate) rows: Vec<VersionRow>,
+    pub(crate) details: Vec<u8>,
+}
+
+/// Reads a cluster's committed objects, rows and details.
+pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreError> {
+    let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
+    let rows_bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
+    let rows = rows_bytes
+        .chunks_exact(WIDTH)
+        .map(|c| {
+            let mut b = [0u8; WIDTH];
+            b.copy_from_slice(c);
+            VersionRow::decode(&b)
+        })
+        .collect();
+    let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
+    let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
+    let mut objects = Vec::with_capacity(meta.objects as usize);
+    let mut at = 0usize;
+    while at < names.len() {
+        let len_bytes = names.get(at..at + 4).ok_or_else(|| short("objects"))?;
+        let len =
+            u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]) as usize;
+        let text = names
+            .get(at + 4..at + 4 + len)
+            .ok_or_else(|| short("objects"))?;
+        let text = String::from_utf8_lossy(text);
+        let mut parts = text.splitn(4, '\0').map(str::to_string);
+        let mut next = || parts.next().unwrap_or_default();
+        objects.push(ObjectName {
+            group: next(),
+            kind: next(),
+            namespace: next(),
+            name: next(),
+        });
+        at += 4 + len;
+    }
+    Ok(Contents {
+        objects,
+        rows,
+        details,
+    })
+}
+
+/// The first `len` bytes of a file (an error when it is shorter).
+fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, StoreError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let io = |e| StoreError::io(path, e);
+    let f = File::open(path).map_err(io)?;
+    let mut buf = vec![0u8; len as usize];
+    f.read_exact_at(&mut buf, 0).map_err(io)?;
+    Ok(buf)
+}

@@ -1,0 +1,107 @@
+//! Reading an object version out of a log entry.
+
+use annal_schemas::data::{KubeObject, ObjectDeleted, ObjectMeta};
+use annal_schemas::ownership::{self, ObjectIdentity};
+use annal_schemas::EventType;
+
+use super::{ObjectName, VersionDetails};
+use crate::Entry;
+
+/// An object version about to be indexed.
+pub(crate) struct NewVersion {
+    pub(crate) cluster: String,
+    pub(crate) name: ObjectName,
+    pub(crate) time: i64,
+    pub(crate) rv: u64,
+    pub(crate) index: u64,
+    pub(crate) deleted: bool,
+    pub(crate) details: VersionDetails,
+}
+
+impl NewVersion {
+    /// The version `entry` records, if it records one.
+    ///
+    /// Not versions: events other than `object.observed`/`object.deleted`,
+    /// events without a cluster, data that no longer decodes (validated on
+    /// ingest, so only shapes a newer writer added), and partial versions
+    /// (`partial: "scale"`, from an audited `scale` write): those carry only
+    /// `spec.replicas` and change neither existence nor ownership.
+    pub(crate) fn of(entry: &Entry) -> Option<NewVersion> {
+        let event = &entry.event;
+        let cluster = event.cluster.clone()?;
+        let (api_version, kind, metadata, deleted) = match event.event_type {
+            EventType::ObjectObserved => {
+                if event.data.get("partial").is_some() {
+                    return None;
+                }
+                let o: KubeObject = serde_json::from_value(event.data.clone()).ok()?;
+                (o.api_version, o.kind, o.metadata, false)
+            }
+            EventType::ObjectDeleted => {
+                let o: ObjectDeleted = serde_json::from_value(event.data.clone()).ok()?;
+                (o.api_version, o.kind, o.metadata, true)
+            }
+            _ => return None,
+        };
+        let namespace = metadata.namespace.clone().unwrap_or_default();
+        let name = ObjectName {
+            group: ownership::group_of(&api_version).to_string(),
+            kind: kind.clone(),
+            namespace: namespace.clone(),
+            name: metadata.name.clone(),
+        };
+        let rv = metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(0);
+        let details = details_of(&api_version, &kind, &namespace, metadata, deleted);
+        Some(NewVersion {
+            cluster,
+            name,
+            time: event.time.unix_micros(),
+            rv,
+            index: entry.index,
+            deleted,
+            details,
+        })
+    }
+}
+
+fn details_of(
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    meta: ObjectMeta,
+    deleted: bool,
+) -> VersionDetails {
+    let markers = if deleted {
+        ownership::Markers::default()
+    } else {
+        ownership::markers(
+            ObjectIdentity {
+                api_version,
+                kind,
+                namespace,
+                name: &meta.name,
+            },
+            &meta.labels,
+            &meta.annotations,
+        )
+    };
+    let mut managers: Vec<String> = meta
+        .managed_fields
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    managers.sort();
+    managers.dedup();
+    VersionDetails {
+        api_version: api_version.to_string(),
+        uid: meta.uid.unwrap_or_default(),
+        resource_version: meta.resource_version.unwrap_or_default(),
+        claims: markers.claims,
+        tracking_mismatch: markers.tracking_mismatch,
+        managers,
+    }
+}
