@@ -13,7 +13,10 @@
 mod error;
 pub mod events;
 pub mod inventory;
+pub mod managed_fields;
 pub mod pushdown;
+pub mod registry;
+pub mod revisions;
 pub mod sql;
 pub mod tables;
 

@@ -58,7 +58,7 @@ fn query(
         .build()
         .unwrap();
     rt.block_on(async {
-        let ctx = sql::session(f.store.clone())?;
+        let ctx = sql::session(f.store.clone()).await?;
         let answer = sql::run(&ctx, q).await?;
         sql::rows_as_json(&answer)
     })

@@ -467,7 +467,9 @@ fn the_inventory_at_table_function_answers_in_sql() {
     let store = Arc::new(store);
     let first_batch = store.entry(0).unwrap().unwrap().recorded_at;
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let ctx = annal_query::sql::session(store.clone()).unwrap();
+    let ctx = runtime
+        .block_on(annal_query::sql::session(store.clone()))
+        .unwrap();
     let query = |sql: &str| {
         let answer = runtime.block_on(annal_query::sql::run(&ctx, sql));
         answer.map(|a| annal_query::sql::rows_as_json(&a).unwrap())

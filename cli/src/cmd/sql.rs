@@ -15,7 +15,7 @@ pub fn run(store: Store, args: &SqlArgs, printer: &Printer) -> anyhow::Result<Ex
         .enable_all()
         .build()?;
     let answer = runtime.block_on(async {
-        let ctx = annal_query::sql::session(Arc::new(store))?;
+        let ctx = annal_query::sql::session(Arc::new(store)).await?;
         annal_query::sql::run(&ctx, &args.query).await
     });
     let answer = match answer {

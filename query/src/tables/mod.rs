@@ -1,11 +1,27 @@
 //! DataFusion tables and table functions over the store.
+//!
+//! | name | rows |
+//! |---|---|
+//! | `events` | every log entry |
+//! | `objects` | every object version, with valid_from/valid_to |
+//! | `managed_fields` | per object version and field manager |
+//! | `clusters` | registry versions, with valid_from/valid_to |
+//! | `revisions` | last-good intervals per (cluster, app) |
+//! | `syncs` | a view over `app.sync` events |
+//! | `inventory_at(T [, known_at])` | objects live at T, with owners |
+//! | `clusters_at(T [, known_at])` | each cluster's registry entry at T |
+//! | `last_good_at(T [, known_at])` | last-good revision per (cluster, app) at T |
 
 mod args;
 mod cluster_scan;
+pub mod clusters;
 pub mod events;
+mod fold;
 pub mod inventory;
+pub mod managed_fields;
 mod object_batch;
 pub mod objects;
+pub mod revisions;
 
 pub use events::EventsTable;
 pub use inventory::InventoryAt;

@@ -1,0 +1,243 @@
+//! Tables whose rows are folded from events (registry versions, last-good
+//! intervals, field managers): a producer emits rows as JSON values, which
+//! become Arrow batches of the table's schema through arrow's JSON decoder.
+//!
+//! The producer runs on a blocking thread and rows leave in batches through
+//! a two-slot channel, so a large table streams. `cluster = '…'` filters are
+//! handed to the producer (Inexact: DataFusion still applies them).
+
+use std::sync::Arc;
+
+use annal_schemas::Timestamp;
+use annal_store::Store;
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::json::ReaderBuilder;
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl};
+use datafusion::common::plan_err;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+use serde_json::Value;
+
+use crate::inventory::AsOf;
+use crate::pushdown::EventBounds;
+use crate::QueryError;
+
+const BATCH_ROWS: usize = 8192;
+
+/// Emits the rows of a table (for one cluster when given); the sink
+/// returns false when nobody reads any more.
+pub(crate) type Producer = Arc<
+    dyn Fn(&Store, Option<&str>, &mut dyn FnMut(Value) -> bool) -> Result<(), QueryError>
+        + Send
+        + Sync,
+>;
+
+/// A table over a producer.
+pub(crate) struct FoldTable {
+    store: Arc<Store>,
+    schema: SchemaRef,
+    produce: Producer,
+}
+
+impl std::fmt::Debug for FoldTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FoldTable")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FoldTable {
+    pub(crate) fn new(store: Arc<Store>, schema: SchemaRef, produce: Producer) -> Self {
+        FoldTable {
+            store,
+            schema,
+            produce,
+        }
+    }
+}
+
+#[async_trait]
+impl TableProvider for FoldTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(super::cluster_scan::pushdown(filters))
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let columns: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let projected = Arc::new(self.schema.project(&columns)?);
+        let partition = FoldScan {
+            store: self.store.clone(),
+            full: self.schema.clone(),
+            schema: projected.clone(),
+            columns,
+            cluster: EventBounds::from_filters(filters).cluster,
+            produce: self.produce.clone(),
+        };
+        Ok(Arc::new(StreamingTableExec::try_new(
+            projected,
+            vec![Arc::new(partition)],
+            None,
+            vec![],
+            false,
+            limit,
+        )?))
+    }
+}
+
+struct FoldScan {
+    store: Arc<Store>,
+    full: SchemaRef,
+    schema: SchemaRef,
+    columns: Vec<usize>,
+    cluster: Option<String>,
+    produce: Producer,
+}
+
+impl std::fmt::Debug for FoldScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FoldScan")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for FoldScan {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
+        let store = self.store.clone();
+        let full = self.full.clone();
+        let columns = self.columns.clone();
+        let cluster = self.cluster.clone();
+        let produce = self.produce.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut rows = Vec::with_capacity(BATCH_ROWS);
+            let send = |rows: &mut Vec<Value>| -> bool {
+                let batch = to_batch(&full, rows).and_then(|b| Ok(b.project(&columns)?));
+                rows.clear();
+                tx.blocking_send(batch).is_ok()
+            };
+            let mut open = true;
+            let result = produce(&store, cluster.as_deref(), &mut |row| {
+                rows.push(row);
+                if rows.len() == BATCH_ROWS {
+                    open = send(&mut rows);
+                }
+                open
+            });
+            match result {
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+                }
+                Ok(()) if open && !rows.is_empty() => {
+                    send(&mut rows);
+                }
+                Ok(()) => {}
+            }
+        });
+        let stream = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|batch| (batch, rx))
+        });
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
+    }
+}
+
+/// JSON rows to one batch of `schema` (timestamps as RFC 3339 text, lists
+/// as arrays).
+fn to_batch(schema: &SchemaRef, rows: &[Value]) -> Result<RecordBatch> {
+    let mut decoder = ReaderBuilder::new(schema.clone())
+        .with_batch_size(rows.len().max(1))
+        .build_decoder()?;
+    decoder.serialize(rows)?;
+    Ok(decoder
+        .flush()?
+        .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())))
+}
+
+/// An as-of table function over a fold: `name(valid_time [, known_at])`.
+pub(crate) struct FoldFunction {
+    name: &'static str,
+    store: Arc<Store>,
+    schema: SchemaRef,
+    bind: fn(AsOf) -> Producer,
+}
+
+impl std::fmt::Debug for FoldFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FoldFunction")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FoldFunction {
+    pub(crate) fn new(
+        name: &'static str,
+        store: Arc<Store>,
+        schema: SchemaRef,
+        bind: fn(AsOf) -> Producer,
+    ) -> Self {
+        FoldFunction {
+            name,
+            store,
+            schema,
+            bind,
+        }
+    }
+}
+
+impl TableFunctionImpl for FoldFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        let name = self.name;
+        if exprs.is_empty() || exprs.len() > 2 {
+            return plan_err!(
+                "{name}(valid_time [, known_at]) takes one or two times, got {}",
+                exprs.len()
+            );
+        }
+        let now = Timestamp::now();
+        let Some(valid) = super::args::instant(name, exprs, 0, now)? else {
+            return plan_err!("{name}: valid_time must not be NULL");
+        };
+        let known_at = super::args::instant(name, exprs, 1, now)?;
+        let as_of = AsOf::new(&self.store, valid, known_at)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(Arc::new(FoldTable::new(
+            self.store.clone(),
+            self.schema.clone(),
+            (self.bind)(as_of),
+        )))
+    }
+}
