@@ -72,6 +72,15 @@ pub enum Command {
     Demo,
     /// Run a SQL query over the ledger's tables (DataFusion SQL).
     Sql(SqlArgs),
+    /// Serve the read API over HTTP: POST /v1/sql, GET /v1/inventory, GET /healthz.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Only loopback addresses until token auth lands.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7480")]
+    pub listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]

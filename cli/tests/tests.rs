@@ -5,5 +5,6 @@ mod util;
 mod crash;
 mod ingest;
 mod redaction;
+mod serve;
 mod sql;
 mod tamper;

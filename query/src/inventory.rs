@@ -84,6 +84,51 @@ pub struct InventoryRow {
     pub index: u64,
 }
 
+impl InventoryRow {
+    /// The columns of `annal inventory -o json` and `GET /v1/inventory`, in
+    /// order.
+    pub const COLUMNS: [&'static str; 15] = [
+        "cluster",
+        "group",
+        "version",
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "resource_version",
+        "owner",
+        "owner_kind",
+        "claims",
+        "conflict",
+        "tracking_mismatch",
+        "managers",
+        "valid_from",
+    ];
+
+    /// The row as a JSON object with [`InventoryRow::COLUMNS`] (empty uid
+    /// and resourceVersion as null).
+    pub fn to_json(&self) -> serde_json::Value {
+        let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        serde_json::json!({
+            "cluster": self.cluster,
+            "group": self.object.group,
+            "version": self.version,
+            "kind": self.object.kind,
+            "namespace": self.object.namespace,
+            "name": self.object.name,
+            "uid": text(&self.uid),
+            "resource_version": text(&self.resource_version),
+            "owner": self.owner,
+            "owner_kind": self.owner_kind.map(|m| m.as_str()),
+            "claims": self.claims,
+            "conflict": self.conflict,
+            "tracking_mismatch": self.tracking_mismatch,
+            "managers": self.managers,
+            "valid_from": self.valid_from.to_string(),
+        })
+    }
+}
+
 /// App inventories in force at an instant: who lists each object.
 #[derive(Debug, Default)]
 pub struct Listings {

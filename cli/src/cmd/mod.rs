@@ -5,6 +5,7 @@ mod ingest;
 mod inspect;
 mod inventory;
 mod quarantine;
+mod serve;
 mod sql;
 mod verify;
 
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),
         Command::Sql(args) => sql::run(open(data)?, &args, &printer),
+        Command::Serve(args) => serve::run(open(data)?, &args),
     }
 }
 

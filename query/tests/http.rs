@@ -1,0 +1,137 @@
+//! The read API through the router: SQL as JSON and as an Arrow stream,
+//! inventory with both clocks, and 400s that name the problem.
+
+use std::sync::Arc;
+
+use annal_query::http::{router, ARROW_STREAM};
+use annal_schemas::Envelope;
+use annal_store::Store;
+use axum::body::{to_bytes, Body};
+use axum::http::{header, Request, StatusCode};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+fn store() -> (tempfile::TempDir, Arc<Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/http").unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let object = |id: &str, cluster: &str, name: &str, app: &str| {
+        Envelope::from_value(json!({"schema": "annal.event/v1", "id": id, "type": "object.observed",
+            "time": "2026-11-01T10:00:00Z", "cluster": cluster,
+            "data": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns",
+                "annotations": {"argocd.argoproj.io/tracking-id": format!("{app}:/ConfigMap:ns/{name}")}}}}))
+        .unwrap()
+    };
+    store
+        .append(vec![
+            object("a", "c1", "one", "shop"),
+            object("b", "c1", "two", "blog"),
+            object("c", "c2", "three", "shop"),
+        ])
+        .unwrap();
+    (dir, Arc::new(store))
+}
+
+async fn send(store: &Arc<Store>, req: Request<Body>) -> (StatusCode, Vec<u8>) {
+    let res = router(store.clone()).oneshot(req).await.unwrap();
+    let status = res.status();
+    (
+        status,
+        to_bytes(res.into_body(), 1 << 20).await.unwrap().to_vec(),
+    )
+}
+
+fn post_sql(body: &str, content_type: &str, accept: &str) -> Request<Body> {
+    Request::post("/v1/sql")
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::ACCEPT, accept)
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sql_answers_json_or_an_arrow_stream() {
+    let (_dir, store) = store();
+    let q = "SELECT cluster, count(*) AS n FROM inventory_at('2026-11-02T00:00:00Z') GROUP BY cluster ORDER BY cluster";
+    let (status, body) = send(&store, post_sql(q, "text/plain", "application/json")).await;
+    assert_eq!(status, StatusCode::OK);
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["columns"][0]["name"], "cluster");
+    assert_eq!(
+        answer["rows"],
+        json!([{"cluster": "c1", "n": 2}, {"cluster": "c2", "n": 1}])
+    );
+
+    let as_json = json!({"query": q}).to_string();
+    let (status, body) = send(&store, post_sql(&as_json, "application/json", ARROW_STREAM)).await;
+    assert_eq!(status, StatusCode::OK);
+    let reader =
+        datafusion::arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(body), None)
+            .unwrap();
+    assert_eq!(reader.schema().field(1).name(), "n");
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 2);
+}
+
+#[tokio::test]
+async fn bad_requests_are_400_and_say_why() {
+    let (_dir, store) = store();
+    for (body, content_type, expect) in [
+        ("SELECT * FROM nowhere", "text/plain", "nowhere"),
+        ("{\"q\": 1}", "application/json", "query"),
+        ("   ", "text/plain", "no query"),
+        (
+            "SELECT * FROM inventory_at('soon')",
+            "text/plain",
+            "inventory_at",
+        ),
+    ] {
+        let (status, out) = send(&store, post_sql(body, content_type, "*/*")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let error: Value = serde_json::from_slice(&out).unwrap();
+        assert!(
+            error["error"].as_str().unwrap().contains(expect),
+            "{body}: {error}"
+        );
+    }
+    let get = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
+    let (status, out) = send(&store, get("/v1/inventory?at=yesterday")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(String::from_utf8_lossy(&out).contains("at=\\\"yesterday\\\""));
+    let (status, _) = send(&store, get("/v1/inventory?colour=red")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn inventory_filters_by_cluster_owner_and_clock() {
+    let (_dir, store) = store();
+    let get = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
+    let (status, body) = send(
+        &store,
+        get("/v1/inventory?at=2026-11-02T00:00:00Z&cluster=c1"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let rows: Vec<Value> = serde_json::from_slice(&body).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["one", "two"]);
+    assert_eq!(rows[0]["owner"], "argocd:shop");
+    assert_eq!(rows[0]["claims"], json!(["argocd:shop"]));
+
+    let (_, body) = send(
+        &store,
+        get("/v1/inventory?at=2026-11-02T00:00:00Z&owner=argocd:shop"),
+    )
+    .await;
+    let rows: Vec<Value> = serde_json::from_slice(&body).unwrap();
+    assert_eq!(rows.len(), 2);
+    // Before the objects' valid time, nothing was live.
+    let (_, body) = send(&store, get("/v1/inventory?at=2026-11-01T09:00:00Z")).await;
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!([]));
+    let (_, body) = send(
+        &store,
+        get("/v1/inventory?at=2026-11-02T00:00:00Z&known_at=2000-01-01T00:00:00Z"),
+    )
+    .await;
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!([]));
+}
