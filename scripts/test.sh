@@ -63,7 +63,13 @@ if [ -d ../shared/fixtures/real ]; then
 fi
 python3 scripts/check_schema.py "$work/formats"
 
+step "Parquet export read by pyarrow and DuckDB (from PyPI)"
+python3 -c 'import duckdb, pyarrow' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check duckdb pyarrow
+"$annal" --data "$work/formats" export parquet --to "$work/parquet" >/dev/null
+python3 scripts/check_parquet.py "$annal" "$work/formats" "$work/parquet"
+
 # One closing line over everything that ran (cargo prints one per test binary).
-passed=$(grep -Eo '[0-9]+ passed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+2}')
+passed=$(grep -Eo '[0-9]+ passed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+3}')
 failed=$(grep -Eo '[0-9]+ failed' "$work/cargo-test.log" | awk '{s+=$1} END {print s+0}')
 echo "summary: $passed passed, $failed failed"

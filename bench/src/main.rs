@@ -8,6 +8,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+mod inventory;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -55,6 +57,34 @@ enum Command {
         #[arg(long, default_value = "-")]
         out: PathBuf,
     },
+    /// As-of inventory: append a seeded fleet to a ledger (unless DATA holds
+    /// one already), then time inventory_at(T) at random T over SQL.
+    Inventory {
+        /// Ledger directory (created and filled when it holds no ledger).
+        #[arg(long)]
+        data: PathBuf,
+        /// Clusters.
+        #[arg(long, default_value_t = 100)]
+        clusters: u32,
+        /// Distinct objects.
+        #[arg(long, default_value_t = 1_000_000)]
+        objects: u64,
+        /// Events (the first OBJECTS create, the rest update or delete).
+        #[arg(long, default_value_t = 10_000_000)]
+        events: u64,
+        /// Share of events delivered late.
+        #[arg(long, default_value_t = 0.05)]
+        late: f64,
+        /// RNG seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Random instants per question.
+        #[arg(long, default_value_t = 20)]
+        queries: usize,
+        /// Results (JSON).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Per-stage CPU cost of ingest on a JSONL file of envelopes (µs/event).
     Stages {
         /// Envelope JSONL file.
@@ -86,7 +116,74 @@ fn main() -> anyhow::Result<()> {
             w.flush()?;
         }
         Command::Stages { input } => stages(&input)?,
+        Command::Inventory {
+            data,
+            clusters,
+            objects,
+            events,
+            late,
+            seed,
+            queries,
+            out,
+        } => {
+            let shape = inventory::Shape {
+                clusters: clusters.max(1),
+                objects: objects.max(1),
+                events: events.max(objects),
+                late,
+                seed,
+            };
+            inventory_bench(&data, &shape, queries, &out)?;
+        }
     }
+    Ok(())
+}
+
+fn inventory_bench(
+    data: &std::path::Path,
+    shape: &inventory::Shape,
+    queries: usize,
+    out: &std::path::Path,
+) -> anyhow::Result<()> {
+    let mut ingest = serde_json::Value::Null;
+    if !data.join("ledger").exists() {
+        annal_store::Store::init(data, "annal.bench/inventory")?;
+        let store = annal_store::Store::open(data)?;
+        eprintln!("== ingest {shape:?}");
+        let done = inventory::ingest(&store, shape)?;
+        let bytes = inventory::disk_bytes(data);
+        eprintln!(
+            "ingested {} events ({} late) in {:.1}s: {:.0} events/s, {:.0} bytes/event on disk",
+            done.events,
+            done.late,
+            done.seconds,
+            done.events as f64 / done.seconds,
+            bytes as f64 / done.events as f64
+        );
+        ingest = json!({"events": done.events, "late": done.late, "seconds": done.seconds,
+            "events_per_second": done.events as f64 / done.seconds, "disk_bytes": bytes,
+            "versions_bytes": inventory::disk_bytes(&data.join("versions"))});
+    }
+    let store = std::sync::Arc::new(annal_store::Store::open(data)?);
+    eprintln!(
+        "== inventory_at, {queries} random instants, log size {}",
+        store.size()
+    );
+    let timings = inventory::query(store, shape, queries)?;
+    for t in &timings {
+        eprintln!(
+            "{:<12} p50 {:.3}s  p95 {:.3}s  rows {}–{}",
+            t.question,
+            t.p50,
+            t.p95,
+            t.rows.iter().min().unwrap_or(&0),
+            t.rows.iter().max().unwrap_or(&0)
+        );
+    }
+    let doc = json!({"shape": {"clusters": shape.clusters, "objects": shape.objects,
+        "events": shape.events, "late": shape.late, "seed": shape.seed},
+        "ingest": ingest, "inventory_at": timings});
+    std::fs::write(out, serde_json::to_vec_pretty(&doc)?)?;
     Ok(())
 }
 

@@ -74,6 +74,22 @@ pub enum Command {
     Sql(SqlArgs),
     /// Serve the read API over HTTP: POST /v1/sql, GET /v1/inventory, GET /healthz.
     Serve(ServeArgs),
+    /// Export the tables for external engines.
+    #[command(subcommand)]
+    Export(ExportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Every table as Parquet under DIR/<table>/day=YYYY-MM-DD/cluster=ID/ (Hive partitions).
+    Parquet {
+        /// Target directory (tables already in it are replaced).
+        #[arg(long, value_name = "DIR")]
+        to: std::path::PathBuf,
+        /// Only this table (repeatable; default: events, objects, managed_fields, clusters, revisions).
+        #[arg(long = "table", value_name = "TABLE")]
+        tables: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@
 
 mod error;
 pub mod events;
+pub mod export;
 pub mod http;
 pub mod inventory;
 pub mod managed_fields;

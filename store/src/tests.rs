@@ -420,3 +420,33 @@ fn an_interrupted_version_apply_is_undone_or_rebuilt() {
     assert_eq!(rebuilt.len(), expected.len() + 1);
     assert!(expected.iter().all(|r| rebuilt.contains(r)));
 }
+
+#[test]
+fn updates_that_change_only_the_resource_version_share_one_details_record() {
+    let (_dir, store) = new_store();
+    let update = |i: u32, rv: &str| {
+        Envelope::parse(
+            format!(
+                r#"{{"schema":"annal.event/v1","id":"u{i}","type":"object.observed",
+                "time":"2026-11-01T10:{i:02}:00Z","cluster":"c1",
+                "data":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"x","namespace":"ns","resourceVersion":"{rv}"}}}}}}"#
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    };
+    store
+        .append((0..5).map(|i| update(i, &(100 + i).to_string())).collect())
+        .unwrap();
+    // A resourceVersion that is not a plain integer keeps its text.
+    store.append(vec![update(9, "007")]).unwrap();
+    let v = store.cluster_versions("c1").unwrap().unwrap();
+    let offsets: std::collections::BTreeSet<u64> = v.rows().iter().map(|r| r.details).collect();
+    assert_eq!(offsets.len(), 2, "five plain updates share one record");
+    let rvs: Vec<String> = v
+        .rows()
+        .iter()
+        .map(|r| v.details(r).unwrap().resource_version)
+        .collect();
+    assert_eq!(rvs, ["100", "101", "102", "103", "104", "007"]);
+}

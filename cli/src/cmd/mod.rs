@@ -1,6 +1,7 @@
 //! One module per command; [`run`] dispatches.
 
 mod demo;
+mod export;
 mod ingest;
 mod inspect;
 mod inventory;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Demo => demo::run(data, &printer),
         Command::Sql(args) => sql::run(open(data)?, &args, &printer),
         Command::Serve(args) => serve::run(open(data)?, &args),
+        Command::Export(sub) => export::run(open(data)?, sub, &printer),
     }
 }
 

@@ -5,7 +5,6 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::details::{self, VersionDetails};
 use super::row::{self, VersionRow, WIDTH};
 use super::ObjectName;
 use crate::StoreError;
@@ -126,10 +125,10 @@ impl ClusterFiles {
         Ok(id)
     }
 
-    /// Adds a details record; returns its offset.
-    pub(crate) fn add_details(&mut self, d: &VersionDetails) -> u64 {
+    /// Adds an encoded details record; returns its offset.
+    pub(crate) fn add_details(&mut self, encoded: &[u8]) -> u64 {
         let at = self.committed.details_bytes + self.new_details.len() as u64;
-        details::encode(d, &mut self.new_details);
+        self.new_details.extend_from_slice(encoded);
         at
     }
 

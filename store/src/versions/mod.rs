@@ -96,7 +96,11 @@ impl ClusterVersions {
 
     /// Decodes the details of `row`.
     pub fn details(&self, row: &VersionRow) -> Result<VersionDetails, StoreError> {
-        details::decode(&self.details, row.details)
+        let mut d = details::decode(&self.details, row.details)?;
+        if row.flags & row::RV_DECIMAL != 0 {
+            d.resource_version = row.rv.to_string();
+        }
+        Ok(d)
     }
 
     /// The version of each object current at valid time `at` (microseconds)
@@ -229,14 +233,23 @@ impl VersionIndex {
     /// One version: its key, its row, and the interval split of its
     /// predecessor.
     fn insert(&self, no: u32, files: &mut ClusterFiles, v: &NewVersion) -> Result<(), StoreError> {
-        let object = match self.tree.get(object_key(no, &v.name))? {
-            Some(id) => u32_value(&id)?,
-            None => {
-                let id = files.add_object(&v.name)?;
-                self.tree
-                    .insert(object_key(no, &v.name), &id.to_be_bytes())?;
-                id
+        // The object key's value: id, then the offset and hash of the last
+        // details written for the object. Successive versions of an object
+        // mostly say the same (the resourceVersion lives in the row), so
+        // they share one details record.
+        let object_key = object_key(no, &v.name);
+        let (object, last) = match self.tree.get(&object_key)? {
+            Some(value) => {
+                let id = u32_value(value.get(..4).unwrap_or(&value))?;
+                let last = match value.get(4..) {
+                    Some(rest) if rest.len() == 24 => {
+                        Some((u64_value(&rest[..8])?, rest[8..].to_vec()))
+                    }
+                    _ => None,
+                };
+                (id, last)
             }
+            None => (files.add_object(&v.name)?, None),
         };
         let prefix = version_prefix(no, object);
         let key = version_key(&prefix, v);
@@ -259,10 +272,24 @@ impl VersionIndex {
             }
             None => None,
         };
-        let details = files.add_details(&v.details);
+        let mut encoded = Vec::new();
+        details::encode(&v.details, &mut encoded);
+        let hash = blake3::hash(&encoded).as_bytes()[..16].to_vec();
+        let details = match last {
+            Some((offset, h)) if h == hash => offset,
+            _ => {
+                let offset = files.add_details(&encoded);
+                let mut value = object.to_be_bytes().to_vec();
+                value.extend_from_slice(&offset.to_be_bytes());
+                value.extend_from_slice(&hash);
+                self.tree.insert(&object_key, value)?;
+                offset
+            }
+        };
         let row = VersionRow {
             object,
-            flags: if v.deleted { row::DELETED } else { 0 },
+            flags: if v.deleted { row::DELETED } else { 0 }
+                | if v.rv_decimal { row::RV_DECIMAL } else { 0 },
             from: v.time,
             to: next.map_or(i64::MAX, |(t, _)| t),
             to_index: next.map_or(u64::MAX, |(_, i)| i),

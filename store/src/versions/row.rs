@@ -3,6 +3,10 @@
 /// Bit of [`VersionRow::flags`]: the version is a deletion.
 pub(crate) const DELETED: u32 = 1;
 
+/// Bit of [`VersionRow::flags`]: the resourceVersion is the decimal text of
+/// `rv` (so the details need not repeat it).
+pub(crate) const RV_DECIMAL: u32 = 2;
+
 /// Bytes per encoded row.
 pub(crate) const WIDTH: usize = 56;
 

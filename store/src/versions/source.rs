@@ -13,6 +13,8 @@ pub(crate) struct NewVersion {
     pub(crate) name: ObjectName,
     pub(crate) time: i64,
     pub(crate) rv: u64,
+    /// The resourceVersion is exactly the decimal text of `rv`.
+    pub(crate) rv_decimal: bool,
     pub(crate) index: u64,
     pub(crate) deleted: bool,
     pub(crate) details: VersionDetails,
@@ -50,17 +52,23 @@ impl NewVersion {
             namespace: namespace.clone(),
             name: metadata.name.clone(),
         };
-        let rv = metadata
+        let parsed: Option<u64> = metadata
             .resource_version
             .as_deref()
-            .and_then(|rv| rv.parse().ok())
-            .unwrap_or(0);
-        let details = details_of(&api_version, &kind, &namespace, metadata, deleted);
+            .and_then(|rv| rv.parse().ok());
+        let rv = parsed.unwrap_or(0);
+        let rv_decimal = parsed
+            .is_some_and(|n| metadata.resource_version.as_deref() == Some(n.to_string().as_str()));
+        let mut details = details_of(&api_version, &kind, &namespace, metadata, deleted);
+        if rv_decimal {
+            details.resource_version.clear();
+        }
         Some(NewVersion {
             cluster,
             name,
             time: event.time.unix_micros(),
             rv,
+            rv_decimal,
             index: entry.index,
             deleted,
             details,
