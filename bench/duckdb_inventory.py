@@ -45,7 +45,10 @@ def main():
                   FROM {source} WHERE {where}
                 ) WHERE rn = 1 AND NOT deleted"""
             started = time.perf_counter()
-            table = con.execute(sql).fetch_arrow_table()
+            result = con.execute(sql)
+            # DuckDB 2 renamed fetch_arrow_table to to_arrow_table.
+            fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+            table = fetch()
             seconds.append(time.perf_counter() - started)
             rows.append(table.num_rows)
             if table.num_rows != annal_rows:

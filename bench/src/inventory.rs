@@ -118,10 +118,8 @@ impl Generator {
                 "resourceVersion": (i + 1).to_string(),
                 "labels": labels, "annotations": annotations,
                 "managedFields": [
-                    {"manager": "argocd-controller", "operation": "Apply", "time": time.to_string(),
-                     "fieldsV1": {"f:spec": {"f:replicas": {}}}},
-                    {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
-                     "fieldsV1": {"f:status": {"f:replicas": {}}}}]}}})
+                    {"manager": "argocd-controller", "operation": "Apply"},
+                    {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status"}]}}})
     }
 }
 

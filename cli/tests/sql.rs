@@ -115,3 +115,50 @@ fn inventory_prints_owners_claims_and_managers_as_of_both_clocks() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--at"), "{}", stderr(&out));
 }
+
+#[test]
+fn export_writes_hive_partitions_and_rejects_unknown_tables() {
+    let l = Ledger::new();
+    assert_eq!(l.run(&["demo"]).status.code(), Some(0));
+    let to = l.data().with_file_name("export");
+    let out = l.run(&[
+        "export",
+        "parquet",
+        "--to",
+        path_str(&to),
+        "--table",
+        "nope",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("objects"), "{}", stderr(&out));
+
+    let (code, tables) = l.json(&[
+        "export",
+        "parquet",
+        "--to",
+        path_str(&to),
+        "--table",
+        "objects",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(tables[0]["table"], "objects");
+    let (_, versions) = l.json(&["sql", "SELECT count(*) AS n FROM objects"]);
+    assert_eq!(tables[0]["rows"], versions[0]["n"]);
+    assert!(!to.join("events").exists(), "only the table asked for");
+    let mut partitions: Vec<String> = std::fs::read_dir(to.join("objects"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    partitions.sort();
+    assert_eq!(partitions, ["day=2026-11-01"]);
+    let clusters = std::fs::read_dir(to.join("objects/day=2026-11-01"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(
+        clusters,
+        ["cluster=prod-eu1-a", "cluster=staging-us1"]
+            .map(String::from)
+            .into()
+    );
+}

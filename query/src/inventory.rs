@@ -132,8 +132,8 @@ impl InventoryRow {
 /// App inventories in force at an instant: who lists each object.
 #[derive(Debug, Default)]
 pub struct Listings {
-    /// (cluster, object) → apps, in app-name order.
-    by_object: HashMap<(String, ObjectName), Vec<String>>,
+    /// cluster → object → apps, in app-name order.
+    by_object: HashMap<String, HashMap<ObjectName, Vec<String>>>,
 }
 
 impl Listings {
@@ -159,7 +159,7 @@ impl Listings {
                 latest.insert(key, (order.0, order.1, inventory));
             }
         }
-        let mut by_object: HashMap<(String, ObjectName), Vec<String>> = HashMap::new();
+        let mut by_object: HashMap<String, HashMap<ObjectName, Vec<String>>> = HashMap::new();
         for ((cluster, app), (_, _, inventory)) in latest {
             for e in inventory.entries {
                 let name = ObjectName {
@@ -169,12 +169,14 @@ impl Listings {
                     name: e.name,
                 };
                 by_object
-                    .entry((cluster.clone(), name))
+                    .entry(cluster.clone())
+                    .or_default()
+                    .entry(name)
                     .or_default()
                     .push(app.clone());
             }
         }
-        for apps in by_object.values_mut() {
+        for apps in by_object.values_mut().flat_map(|m| m.values_mut()) {
             apps.sort();
             apps.dedup();
         }
@@ -183,7 +185,8 @@ impl Listings {
 
     fn apps(&self, cluster: &str, object: &ObjectName) -> &[String] {
         self.by_object
-            .get(&(cluster.to_string(), object.clone()))
+            .get(cluster)
+            .and_then(|m| m.get(object))
             .map_or(&[], Vec::as_slice)
     }
 }
