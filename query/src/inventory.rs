@@ -34,6 +34,12 @@ pub struct AsOf {
 }
 
 impl AsOf {
+    /// Whether the interval [`from`, `to`) (`to` `None`: open) holds the
+    /// valid time asked.
+    pub fn covers(&self, from: Timestamp, to: Option<Timestamp>) -> bool {
+        from <= self.valid && to.is_none_or(|t| self.valid < t)
+    }
+
     /// Binds the clocks to `store` (fixing the log prefix, so a question
     /// asked during ingest reads one consistent prefix).
     pub fn new(
@@ -253,7 +259,7 @@ fn row_of(
     Ok(InventoryRow {
         cluster: versions.cluster.clone(),
         object,
-        version: version_of(&details.api_version).to_string(),
+        version: ownership::version_of(&details.api_version).to_string(),
         uid: details.uid,
         resource_version: details.resource_version,
         owner: owners.owner,
@@ -265,9 +271,4 @@ fn row_of(
         valid_from: Timestamp::from_unix_micros(row.from).unwrap_or(Timestamp::now()),
         index: row.index,
     })
-}
-
-/// `apps/v1` → `v1`.
-fn version_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or(api_version, |(_, v)| v)
 }

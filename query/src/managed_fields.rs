@@ -61,10 +61,7 @@ pub fn of_entry(entry: &Entry) -> Vec<ManagerFields> {
         return Vec::new();
     };
     let meta = &object.metadata;
-    let version = object
-        .api_version
-        .rsplit_once('/')
-        .map_or(object.api_version.as_str(), |(_, v)| v);
+    let version = ownership::version_of(&object.api_version);
     meta.managed_fields
         .iter()
         .map(|m: &ManagedFieldsEntry| ManagerFields {

@@ -122,7 +122,7 @@ pub fn at(
 ) -> Result<Vec<ClusterVersion>, QueryError> {
     Ok(versions(store, cluster, as_of.known_below)?
         .into_iter()
-        .filter(|v| v.valid_from <= as_of.valid && v.valid_to.is_none_or(|t| as_of.valid < t))
+        .filter(|v| as_of.covers(v.valid_from, v.valid_to))
         .collect())
 }
 

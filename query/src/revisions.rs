@@ -163,6 +163,6 @@ pub fn at(
 ) -> Result<Vec<GoodInterval>, QueryError> {
     Ok(intervals(store, cluster, as_of.known_below)?
         .into_iter()
-        .filter(|g| g.valid_from <= as_of.valid && g.valid_to.is_none_or(|t| as_of.valid < t))
+        .filter(|g| as_of.covers(g.valid_from, g.valid_to))
         .collect())
 }

@@ -126,6 +126,11 @@ pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(g, _)| g)
 }
 
+/// The version of an `apiVersion` (`apps/v1` → `v1`, `v1` → `v1`).
+pub fn version_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or(api_version, |(_, v)| v)
+}
+
 /// The claims of a Kubernetes object (as stored in `object.observed`).
 pub fn of_object(object: &crate::data::KubeObject) -> Markers {
     let meta = &object.metadata;

@@ -1,9 +1,28 @@
 //! Arguments of the as-of table functions: instants.
 
 use annal_schemas::Timestamp;
+use annal_store::Store;
 use datafusion::common::{plan_err, ScalarValue};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
+
+use crate::inventory::AsOf;
+
+/// The clocks of `function(valid_time [, known_at])`, bound to `store`.
+pub(crate) fn as_of(function: &str, exprs: &[Expr], store: &Store) -> Result<AsOf> {
+    if exprs.is_empty() || exprs.len() > 2 {
+        return plan_err!(
+            "{function}(valid_time [, known_at]) takes one or two times, got {}",
+            exprs.len()
+        );
+    }
+    let now = Timestamp::now();
+    let Some(valid) = instant(function, exprs, 0, now)? else {
+        return plan_err!("{function}: valid_time must not be NULL");
+    };
+    let known_at = instant(function, exprs, 1, now)?;
+    AsOf::new(store, valid, known_at).map_err(|e| DataFusionError::External(Box::new(e)))
+}
 
 /// The instant argument `position` of `function`: a string (RFC 3339 or a
 /// `now-2h` style offset) or a timestamp; `None` when absent or NULL.

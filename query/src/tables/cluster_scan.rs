@@ -13,7 +13,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 
@@ -89,11 +88,10 @@ impl PartitionStream for ClusterScan {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
         let store = self.store.clone();
         let only = self.cluster.clone();
         let produce = self.produce.clone();
-        tokio::task::spawn_blocking(move || {
+        super::stream::blocking(self.schema.clone(), move |tx| {
             let fail = |e: QueryError| {
                 let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
             };
@@ -120,10 +118,6 @@ impl PartitionStream for ClusterScan {
                     }
                 }
             }
-        });
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|batch| (batch, rx))
-        });
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
+        })
     }
 }

@@ -20,7 +20,6 @@ use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 
@@ -152,7 +151,6 @@ impl PartitionStream for EventScan {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
         let store = self.store.clone();
         let filter = self.bounds.to_filter().map(|mut f| {
             f.limit = self.limit;
@@ -160,7 +158,7 @@ impl PartitionStream for EventScan {
         });
         let columns = self.columns.clone();
         let schema = self.schema.clone();
-        tokio::task::spawn_blocking(move || {
+        super::stream::blocking(self.schema.clone(), move |tx| {
             let Some(filter) = filter else {
                 return; // a type no event has
             };
@@ -184,11 +182,7 @@ impl PartitionStream for EventScan {
             if batch.len > 0 {
                 let _ = tx.blocking_send(batch.finish(&schema));
             }
-        });
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|batch| (batch, rx))
-        });
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
+        })
     }
 }
 

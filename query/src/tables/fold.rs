@@ -8,19 +8,16 @@
 
 use std::sync::Arc;
 
-use annal_schemas::Timestamp;
 use annal_store::Store;
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::json::ReaderBuilder;
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl};
-use datafusion::common::plan_err;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use serde_json::Value;
@@ -135,13 +132,12 @@ impl PartitionStream for FoldScan {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
         let store = self.store.clone();
         let full = self.full.clone();
         let columns = self.columns.clone();
         let cluster = self.cluster.clone();
         let produce = self.produce.clone();
-        tokio::task::spawn_blocking(move || {
+        super::stream::blocking(self.schema.clone(), move |tx| {
             let mut rows = Vec::with_capacity(BATCH_ROWS);
             let send = |rows: &mut Vec<Value>| -> bool {
                 let batch = to_batch(&full, rows).and_then(|b| Ok(b.project(&columns)?));
@@ -165,11 +161,7 @@ impl PartitionStream for FoldScan {
                 }
                 Ok(()) => {}
             }
-        });
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|batch| (batch, rx))
-        });
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
+        })
     }
 }
 
@@ -219,21 +211,7 @@ impl FoldFunction {
 
 impl TableFunctionImpl for FoldFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        let name = self.name;
-        if exprs.is_empty() || exprs.len() > 2 {
-            return plan_err!(
-                "{name}(valid_time [, known_at]) takes one or two times, got {}",
-                exprs.len()
-            );
-        }
-        let now = Timestamp::now();
-        let Some(valid) = super::args::instant(name, exprs, 0, now)? else {
-            return plan_err!("{name}: valid_time must not be NULL");
-        };
-        let known_at = super::args::instant(name, exprs, 1, now)?;
-        let as_of = AsOf::new(&self.store, valid, known_at)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let as_of = super::args::as_of(self.name, args.exprs(), &self.store)?;
         Ok(Arc::new(FoldTable::new(
             self.store.clone(),
             self.schema.clone(),

@@ -14,12 +14,10 @@
 
 use std::sync::Arc;
 
-use annal_schemas::Timestamp;
 use annal_store::Store;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl};
-use datafusion::common::plan_err;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
@@ -50,20 +48,7 @@ impl InventoryAt {
 
 impl TableFunctionImpl for InventoryAt {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        if exprs.is_empty() || exprs.len() > 2 {
-            return plan_err!(
-                "inventory_at(valid_time [, known_at]) takes one or two times, got {}",
-                exprs.len()
-            );
-        }
-        let now = Timestamp::now();
-        let Some(valid) = super::args::instant("inventory_at", exprs, 0, now)? else {
-            return plan_err!("inventory_at: valid_time must not be NULL");
-        };
-        let known_at = super::args::instant("inventory_at", exprs, 1, now)?;
-        let as_of = AsOf::new(&self.store, valid, known_at)
-            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        let as_of = super::args::as_of("inventory_at", args.exprs(), &self.store)?;
         Ok(Arc::new(InventoryTable {
             store: self.store.clone(),
             as_of,

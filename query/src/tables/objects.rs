@@ -94,10 +94,7 @@ impl TableProvider for ObjectsTable {
                 })?;
                 let d = versions.details(row)?;
                 let owners = ownership::decide(&d.claims);
-                let version = d
-                    .api_version
-                    .rsplit_once('/')
-                    .map_or(d.api_version.as_str(), |(_, v)| v);
+                let version = ownership::version_of(&d.api_version);
                 let ended = row.to != i64::MAX && row.to_index < known_below;
                 batch.push(&ObjectRow {
                     cluster,
