@@ -53,6 +53,12 @@ impl From<datafusion::arrow::error::ArrowError> for QueryError {
     }
 }
 
+impl From<datafusion::parquet::errors::ParquetError> for QueryError {
+    fn from(e: datafusion::parquet::errors::ParquetError) -> Self {
+        QueryError::Execution(format!("parquet: {e}"))
+    }
+}
+
 impl From<serde_json::Error> for QueryError {
     fn from(e: serde_json::Error) -> Self {
         QueryError::Execution(e.to_string())

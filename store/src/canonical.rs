@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use annal_schemas::{Actor, Envelope};
 use serde_json::{Number, Value};
 
+use crate::derived::Facts;
 use crate::Entry;
 
 /// Largest integer every JCS implementation reads back exactly (2^53).
@@ -31,15 +32,17 @@ pub fn to_vec<T: Canonical + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::E
     Ok(out)
 }
 
-/// An envelope reduced to what a commit needs: its id and canonical bytes.
+/// An envelope reduced to what a commit needs: its id, canonical bytes and
+/// what the derived indexes will record about it.
 ///
 /// Encoding runs on the decoding thread, and the parsed JSON tree is freed
 /// there too; the committing thread and the queue between them only carry
-/// compact bytes, which keeps memory flat.
+/// compact values, which keeps memory flat.
 #[derive(Clone, Debug)]
 pub struct PreparedEvent {
     pub(crate) id: String,
     pub(crate) canonical: Vec<u8>,
+    pub(crate) facts: Facts,
 }
 
 impl PreparedEvent {
@@ -48,6 +51,7 @@ impl PreparedEvent {
         Ok(PreparedEvent {
             id: envelope.id.clone(),
             canonical: to_vec(envelope)?,
+            facts: Facts::of(envelope),
         })
     }
 

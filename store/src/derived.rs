@@ -4,21 +4,45 @@
 //! log size they cover). Losing them loses nothing: on open the store replays
 //! the log from the watermark, and `annal reindex` rebuilds them from scratch.
 
-use annal_schemas::Timestamp;
+use annal_schemas::{Envelope, EventType, Timestamp};
 
-use crate::versions::{ClusterVersions, VersionIndex};
-use crate::{Entry, StoreError};
+use crate::versions::{ClusterVersions, NewVersion, VersionIndex};
+use crate::StoreError;
 
 /// Reserved key holding a derived tree's watermark. No index key starts with
 /// 0xFF: index keys start with UTF-8 text, which never contains that byte.
 const WATERMARK_KEY: &[u8] = b"\xffwatermark";
 
+/// What the derived indexes need from one event.
+///
+/// Ingest computes it on the decoding thread, next to the canonical bytes,
+/// so the commit neither re-reads the batch from the log nor decodes it
+/// again; a replay computes it from the stored entry.
+#[derive(Clone, Debug)]
+pub(crate) struct Facts {
+    cluster: Option<String>,
+    event_type: EventType,
+    time: Timestamp,
+    version: Option<NewVersion>,
+}
+
+impl Facts {
+    pub(crate) fn of(event: &Envelope) -> Facts {
+        Facts {
+            cluster: event.cluster.clone(),
+            event_type: event.event_type,
+            time: event.time,
+            version: NewVersion::of(event),
+        }
+    }
+}
+
 /// One derived index.
 trait DerivedIndex: Send + Sync {
     /// The sled tree it lives in.
     fn tree_name(&self) -> &'static str;
-    /// Adds the keys for `entry`.
-    fn add(&self, entry: &Entry, batch: &mut sled::Batch);
+    /// Adds the keys for the event at `index`.
+    fn add(&self, index: u64, facts: &Facts, batch: &mut sled::Batch);
 }
 
 /// `cluster ‖ 0x00 ‖ valid time ‖ index`: one cluster's events in time order.
@@ -31,9 +55,9 @@ impl DerivedIndex for ByClusterTime {
     fn tree_name(&self) -> &'static str {
         "idx.cluster_time"
     }
-    fn add(&self, entry: &Entry, batch: &mut sled::Batch) {
-        let cluster = entry.event.cluster.as_deref().unwrap_or("");
-        batch.insert(time_key(cluster, entry.event.time, entry.index), &[]);
+    fn add(&self, index: u64, facts: &Facts, batch: &mut sled::Batch) {
+        let cluster = facts.cluster.as_deref().unwrap_or("");
+        batch.insert(time_key(cluster, facts.time, index), &[]);
     }
 }
 
@@ -41,15 +65,8 @@ impl DerivedIndex for ByTypeTime {
     fn tree_name(&self) -> &'static str {
         "idx.type_time"
     }
-    fn add(&self, entry: &Entry, batch: &mut sled::Batch) {
-        batch.insert(
-            time_key(
-                entry.event.event_type.as_str(),
-                entry.event.time,
-                entry.index,
-            ),
-            &[],
-        );
+    fn add(&self, index: u64, facts: &Facts, batch: &mut sled::Batch) {
+        batch.insert(time_key(facts.event_type.as_str(), facts.time, index), &[]);
     }
 }
 
@@ -121,17 +138,24 @@ impl Derived {
         Ok(Some(low))
     }
 
-    /// Adds `entries` (consecutive, ending at log size `upto`).
-    pub(crate) fn apply(&self, entries: &[Entry], upto: u64) -> Result<(), StoreError> {
+    /// Adds the events at log indexes `first..` (so ending at log size
+    /// `first + facts.len()`).
+    pub(crate) fn apply(&self, first: u64, facts: &[Facts]) -> Result<(), StoreError> {
+        let upto = first + facts.len() as u64;
         for (ix, tree) in &self.indexes {
             let mut batch = sled::Batch::default();
-            for e in entries {
-                ix.add(e, &mut batch);
+            for (index, f) in (first..).zip(facts) {
+                ix.add(index, f, &mut batch);
             }
             batch.insert(WATERMARK_KEY, &upto.to_be_bytes());
             tree.apply_batch(batch)?;
         }
-        self.versions.apply(entries, upto)
+        self.versions.apply(
+            (first..)
+                .zip(facts)
+                .filter_map(|(index, f)| f.version.as_ref().map(|v| (index, v))),
+            upto,
+        )
     }
 
     pub(crate) fn clear(&self) -> Result<(), StoreError> {

@@ -9,7 +9,7 @@ use annal_schemas::{Envelope, Timestamp};
 
 use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{Checkpoint, NoteSigner, NoteVerifier};
-use crate::derived::{Derived, ScanKey};
+use crate::derived::{Derived, Facts, ScanKey};
 use crate::keys;
 use crate::layout::{self, DataDir};
 use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES};
@@ -216,6 +216,7 @@ impl Store {
         let first = w.frontier.size();
         let mut ids = Vec::with_capacity(events.len());
         let mut leaves = Vec::with_capacity(events.len());
+        let mut facts = Vec::with_capacity(events.len());
         for prepared in events {
             if seen.contains(&prepared.id) || self.log.contains_key(layout::id_key(&prepared.id))? {
                 duplicates += 1;
@@ -229,6 +230,7 @@ impl Store {
                 &recorded_text,
             ));
             ids.push(prepared.id);
+            facts.push(prepared.facts);
         }
         if ids.is_empty() {
             return Ok(AppendOutcome {
@@ -249,7 +251,7 @@ impl Store {
         // (and says so in its throughput). The batch is committed whatever
         // happens here: a failure is retried by the next reader, which
         // reports it.
-        let _ = self.catch_up_derived();
+        let _ = self.follow_commit(first, &facts);
         Ok(AppendOutcome {
             appended: ids.len() as u64,
             duplicates,
@@ -658,23 +660,34 @@ impl Store {
         Ok(())
     }
 
+    /// Indexes a batch just committed at `first` from the facts computed
+    /// at ingest, when the indexes stand exactly before it; otherwise
+    /// catches up from the log.
+    fn follow_commit(&self, first: u64, facts: &[Facts]) -> Result<(), StoreError> {
+        {
+            let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
+            if self.derived.watermark()? == Some(first) {
+                return self.derived.apply(first, facts);
+            }
+        }
+        self.catch_up_derived()
+    }
+
     fn replay_derived(&self, from: u64) -> Result<u64, StoreError> {
         const CHUNK: usize = 4096;
         let size = self.lock_free_size();
         let mut chunk = Vec::with_capacity(CHUNK);
-        let mut replayed = 0;
+        let mut first = from;
         for entry in self.entries(from, size) {
-            chunk.push(entry?);
+            chunk.push(Facts::of(&entry?.event));
             if chunk.len() == CHUNK {
-                let upto = chunk[CHUNK - 1].index + 1;
-                self.derived.apply(&chunk, upto)?;
-                replayed += CHUNK as u64;
+                self.derived.apply(first, &chunk)?;
+                first += CHUNK as u64;
                 chunk.clear();
             }
         }
-        replayed += chunk.len() as u64;
-        self.derived.apply(&chunk, size)?;
-        Ok(replayed)
+        self.derived.apply(first, &chunk)?;
+        Ok(first + chunk.len() as u64 - from)
     }
 
     /// The committed size, read without the writer lock (so readers never

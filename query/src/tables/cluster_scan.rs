@@ -1,9 +1,11 @@
-//! A scan that produces one cluster at a time on a blocking thread.
+//! A scan that produces one cluster at a time on blocking threads.
 //!
 //! The object tables answer per cluster (the version index keeps each
-//! cluster's files apart), so a scan walks the clusters asked for, builds
-//! each one's rows, and sends them through a two-slot channel: memory holds
-//! two clusters' answers, never the fleet's versions.
+//! cluster's files apart), so a scan splits the clusters asked for across
+//! the session's target partitions (clusters are independent, so every
+//! core works), and each partition builds one cluster's rows at a time and
+//! sends them through a two-slot channel: memory holds a few clusters'
+//! answers, never the fleet's versions.
 
 use std::sync::Arc;
 
@@ -43,23 +45,37 @@ pub(crate) fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
         .collect()
 }
 
-/// The plan of one scan over the clusters the filters allow.
+/// The plan of one scan over the clusters the filters allow, in up to
+/// `partitions` partitions. The cluster list is fixed here, when the query
+/// is planned, like the log prefix the answer reads.
 pub(crate) fn plan(
     store: Arc<Store>,
     schema: SchemaRef,
     filters: &[Expr],
     limit: Option<usize>,
+    partitions: usize,
     produce: Producer,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let partition = ClusterScan {
-        store,
-        cluster: EventBounds::from_filters(filters).cluster,
-        schema: schema.clone(),
-        produce,
+    let clusters = match EventBounds::from_filters(filters).cluster {
+        Some(c) => vec![c],
+        None => store
+            .version_clusters()
+            .map_err(|e| DataFusionError::External(Box::new(QueryError::from(e))))?,
     };
+    let n = partitions.clamp(1, clusters.len().max(1));
+    let parts: Vec<Arc<dyn PartitionStream>> = (0..n)
+        .map(|p| {
+            Arc::new(ClusterScan {
+                store: store.clone(),
+                clusters: clusters.iter().skip(p).step_by(n).cloned().collect(),
+                schema: schema.clone(),
+                produce: produce.clone(),
+            }) as Arc<dyn PartitionStream>
+        })
+        .collect();
     Ok(Arc::new(StreamingTableExec::try_new(
         schema,
-        vec![Arc::new(partition)],
+        parts,
         None,
         vec![],
         false,
@@ -67,9 +83,10 @@ pub(crate) fn plan(
     )?))
 }
 
+/// One partition: its share of the clusters.
 struct ClusterScan {
     store: Arc<Store>,
-    cluster: Option<String>,
+    clusters: Vec<String>,
     schema: SchemaRef,
     produce: Producer,
 }
@@ -77,7 +94,7 @@ struct ClusterScan {
 impl std::fmt::Debug for ClusterScan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterScan")
-            .field("cluster", &self.cluster)
+            .field("clusters", &self.clusters.len())
             .finish_non_exhaustive()
     }
 }
@@ -89,18 +106,11 @@ impl PartitionStream for ClusterScan {
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let store = self.store.clone();
-        let only = self.cluster.clone();
+        let clusters = self.clusters.clone();
         let produce = self.produce.clone();
         super::stream::blocking(self.schema.clone(), move |tx| {
             let fail = |e: QueryError| {
                 let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
-            };
-            let clusters = match only {
-                Some(c) => vec![c],
-                None => match store.version_clusters() {
-                    Ok(c) => c,
-                    Err(e) => return fail(e.into()),
-                },
             };
             for cluster in clusters {
                 let batches = match produce(&store, &cluster) {

@@ -91,7 +91,7 @@ impl TableProvider for InventoryTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
@@ -139,6 +139,13 @@ impl TableProvider for InventoryTable {
             }
             Ok(vec![batch.finish(&columns, &out)?])
         });
-        cluster_scan::plan(self.store.clone(), projected, filters, limit, produce)
+        cluster_scan::plan(
+            self.store.clone(),
+            projected,
+            filters,
+            limit,
+            state.config().target_partitions(),
+            produce,
+        )
     }
 }

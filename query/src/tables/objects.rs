@@ -63,7 +63,7 @@ impl TableProvider for ObjectsTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
@@ -119,6 +119,13 @@ impl TableProvider for ObjectsTable {
             }
             Ok(vec![batch.finish(&columns, &out)?])
         });
-        cluster_scan::plan(self.store.clone(), projected, filters, limit, produce)
+        cluster_scan::plan(
+            self.store.clone(),
+            projected,
+            filters,
+            limit,
+            state.config().target_partitions(),
+            produce,
+        )
     }
 }

@@ -73,6 +73,12 @@ impl NamedFile {
             .map_err(|e| StoreError::io(&self.path, e))
     }
 
+    fn read_at(&self, buf: &mut [u8], at: u64) -> Result<(), StoreError> {
+        self.file
+            .read_exact_at(buf, at)
+            .map_err(|e| StoreError::io(&self.path, e))
+    }
+
     fn sync(&self) -> Result<(), StoreError> {
         self.file
             .sync_data()
@@ -144,18 +150,45 @@ impl ClusterFiles {
         let mut end = [0u8; 16];
         end[..8].copy_from_slice(&to.to_le_bytes());
         end[8..].copy_from_slice(&to_index.to_le_bytes());
+        self.patch(n, row::END_OFFSET, &end)
+    }
+
+    /// Makes row `prev` the version before row `n`.
+    pub(crate) fn set_prev(&mut self, n: u64, prev: u64) -> Result<(), StoreError> {
+        self.patch(n, row::PREV_OFFSET, &prev.to_le_bytes())
+    }
+
+    /// Row `n`, whether flushed or not.
+    pub(crate) fn row(&self, n: u64) -> Result<VersionRow, StoreError> {
+        let mut b = [0u8; WIDTH];
         if n >= self.committed.rows {
-            let at = (n - self.committed.rows) as usize * WIDTH + row::END_OFFSET;
+            let at = (n - self.committed.rows) as usize * WIDTH;
+            let src = self
+                .new_rows
+                .get(at..at + WIDTH)
+                .ok_or_else(|| StoreError::Corrupt(format!("no version row {n}")))?;
+            b.copy_from_slice(src);
+        } else {
+            self.rows.read_at(&mut b, n * WIDTH as u64)?;
+        }
+        Ok(VersionRow::decode(&b))
+    }
+
+    /// Overwrites bytes of row `n` in place: in the buffer when the row is
+    /// new, in the file when it is committed (an in-place write the dirty
+    /// marker covers).
+    fn patch(&mut self, n: u64, offset: usize, bytes: &[u8]) -> Result<(), StoreError> {
+        if n >= self.committed.rows {
+            let at = (n - self.committed.rows) as usize * WIDTH + offset;
             let slot = self
                 .new_rows
-                .get_mut(at..at + 16)
+                .get_mut(at..at + bytes.len())
                 .ok_or_else(|| StoreError::Corrupt(format!("no version row {n}")))?;
-            slot.copy_from_slice(&end);
+            slot.copy_from_slice(bytes);
+            Ok(())
         } else {
-            self.rows
-                .write_at(&end, n * WIDTH as u64 + row::END_OFFSET as u64)?;
+            self.rows.write_at(bytes, n * WIDTH as u64 + offset as u64)
         }
-        Ok(())
     }
 
     /// Writes and syncs what was added; returns the new committed lengths

@@ -17,12 +17,14 @@
 //! objects  length-prefixed object names; the object id is the ordinal
 //! ```
 //!
-//! and in the sled tree `idx.versions`: the cluster numbers, the object ids,
-//! one key per version in version order (its row number as value, so a late
-//! version finds its neighbours with one range read), and per cluster the
-//! committed file lengths. Rows are scanned as a whole: an as-of question
-//! reads two 8-byte columns per version and touches details only for the
-//! answer.
+//! Each row also names the object's previous version in version order, so
+//! a late version walks back from the newest to its place (usually a step
+//! or two) and splits the interval it lands in. The sled tree
+//! `idx.versions` holds the cluster numbers, per object its id, last
+//! details and newest version (one read per new version, one write per
+//! object per batch), and per cluster the committed file lengths. Rows are
+//! scanned as a whole: an as-of question reads a few 8-byte columns per
+//! version and touches details only for the answer.
 //!
 //! Like every derived index this is a cache: [`Store::reindex`] rebuilds it
 //! from the log, and an apply interrupted by a crash (a dirty marker is
@@ -39,13 +41,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, RwLock};
 
-use crate::{Entry, StoreError};
+use crate::StoreError;
 
 pub use details::VersionDetails;
 pub use row::VersionRow;
 
 use files::{ClusterFiles, ClusterMeta};
-use source::NewVersion;
+pub(crate) use source::NewVersion;
 
 const TREE: &str = "idx.versions";
 const WATERMARK_KEY: &[u8] = b"\xffwatermark";
@@ -53,7 +55,9 @@ const DIRTY_KEY: &[u8] = b"\xffdirty";
 const CLUSTER_PREFIX: u8 = b'C';
 const META_PREFIX: u8 = b'N';
 const OBJECT_PREFIX: u8 = b'O';
-const VERSION_PREFIX: u8 = b'V';
+/// The layout version: an index written in another layout is rebuilt.
+const FORMAT_KEY: &[u8] = b"\xffformat";
+const FORMAT: &[u8] = b"2";
 
 /// An object's name within its cluster.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -149,6 +153,8 @@ pub(crate) struct VersionIndex {
 #[derive(Default)]
 struct Writer {
     open: HashMap<u32, ClusterFiles>,
+    /// Cluster id → number, as stored under `C` keys.
+    numbers: HashMap<String, u32>,
 }
 
 impl VersionIndex {
@@ -171,18 +177,20 @@ impl VersionIndex {
         if self.tree.contains_key(DIRTY_KEY)? {
             return Ok(None);
         }
-        Ok(Some(
-            self.tree
-                .get(WATERMARK_KEY)?
-                .and_then(|v| crate::layout::u64_value(&v))
-                .unwrap_or(0),
-        ))
+        let Some(mark) = self.tree.get(WATERMARK_KEY)? else {
+            return Ok(Some(0));
+        };
+        if self.tree.get(FORMAT_KEY)?.as_deref() != Some(FORMAT) {
+            return Ok(None);
+        }
+        Ok(crate::layout::u64_value(&mark))
     }
 
     pub(crate) fn clear(&self) -> Result<(), StoreError> {
         let _apply = self.apply.lock().unwrap_or_else(|p| p.into_inner());
         let mut w = self.write();
         w.open.clear();
+        w.numbers.clear();
         self.tree.clear()?;
         if self.dir.exists() {
             std::fs::remove_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
@@ -190,118 +198,70 @@ impl VersionIndex {
         Ok(())
     }
 
-    /// Adds the object versions among `entries` (consecutive, ending at log
-    /// size `upto`).
-    pub(crate) fn apply(&self, entries: &[Entry], upto: u64) -> Result<(), StoreError> {
-        let versions: Vec<NewVersion> = entries.iter().filter_map(NewVersion::of).collect();
+    /// Adds `versions` (each with its log index), and records that the
+    /// index now covers log size `upto`.
+    pub(crate) fn apply<'a>(
+        &self,
+        versions: impl IntoIterator<Item = (u64, &'a NewVersion)>,
+        upto: u64,
+    ) -> Result<(), StoreError> {
         let _apply = self.apply.lock().unwrap_or_else(|p| p.into_inner());
-        if versions.is_empty() {
-            self.tree.insert(WATERMARK_KEY, &upto.to_be_bytes())?;
+        let mut versions = versions.into_iter().peekable();
+        if versions.peek().is_none() {
+            let mut batch = sled::Batch::default();
+            batch.insert(WATERMARK_KEY, &upto.to_be_bytes());
+            batch.insert(FORMAT_KEY, FORMAT);
+            self.tree.apply_batch(batch)?;
             return Ok(());
         }
         self.tree.insert(DIRTY_KEY, &[])?;
         self.tree.flush()?;
         let mut w = self.write();
+        let Writer { open, numbers } = &mut *w;
+        // Object states change many times in a batch: they are kept here
+        // and written once, with the watermark.
+        let mut states: HashMap<Vec<u8>, ObjectState> = HashMap::new();
         let mut touched = Vec::new();
-        for v in &versions {
-            let no = self.cluster_number(&v.cluster)?;
-            let files = match w.open.entry(no) {
+        for (index, v) in versions {
+            let no = self.cluster_number(numbers, &v.cluster)?;
+            let files = match open.entry(no) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(slot) => {
                     let meta = self.meta(no)?.unwrap_or_default();
                     slot.insert(ClusterFiles::open(&self.cluster_dir(no), meta)?)
                 }
             };
-            self.insert(no, files, v)?;
+            let key = object_key(no, &v.name);
+            if !states.contains_key(&key) {
+                if let Some(value) = self.tree.get(&key)? {
+                    states.insert(key.clone(), ObjectState::decode(&value)?);
+                }
+            }
+            match states.get_mut(&key) {
+                Some(state) => add_version(files, state, index, v)?,
+                None => {
+                    let state = first_version(files, index, v)?;
+                    states.insert(key, state);
+                }
+            }
             if !touched.contains(&no) {
                 touched.push(no);
             }
         }
         let mut batch = sled::Batch::default();
         for no in touched {
-            if let Some(files) = w.open.get_mut(&no) {
+            if let Some(files) = open.get_mut(&no) {
                 let meta = files.flush()?;
                 batch.insert(meta_key(no), meta.encode());
             }
         }
+        for (key, state) in states {
+            batch.insert(key, state.encode());
+        }
         batch.insert(WATERMARK_KEY, &upto.to_be_bytes());
+        batch.insert(FORMAT_KEY, FORMAT);
         batch.remove(DIRTY_KEY);
         self.tree.apply_batch(batch)?;
-        Ok(())
-    }
-
-    /// One version: its key, its row, and the interval split of its
-    /// predecessor.
-    fn insert(&self, no: u32, files: &mut ClusterFiles, v: &NewVersion) -> Result<(), StoreError> {
-        // The object key's value: id, then the offset and hash of the last
-        // details written for the object. Successive versions of an object
-        // mostly say the same (the resourceVersion lives in the row), so
-        // they share one details record.
-        let object_key = object_key(no, &v.name);
-        let (object, last) = match self.tree.get(&object_key)? {
-            Some(value) => {
-                let id = u32_value(value.get(..4).unwrap_or(&value))?;
-                let last = match value.get(4..) {
-                    Some(rest) if rest.len() == 24 => {
-                        Some((u64_value(&rest[..8])?, rest[8..].to_vec()))
-                    }
-                    _ => None,
-                };
-                (id, last)
-            }
-            None => (files.add_object(&v.name)?, None),
-        };
-        let prefix = version_prefix(no, object);
-        let key = version_key(&prefix, v);
-        if self.tree.contains_key(&key)? {
-            return Ok(());
-        }
-        let next = match self.tree.range(key.clone()..).next() {
-            Some(kv) => {
-                let (k, _) = kv?;
-                k.starts_with(&prefix).then(|| order_of(&k)).transpose()?
-            }
-            None => None,
-        };
-        let previous = match self.tree.range(prefix.clone()..key.clone()).next_back() {
-            Some(kv) => {
-                let (k, row) = kv?;
-                k.starts_with(&prefix)
-                    .then(|| u64_value(&row))
-                    .transpose()?
-            }
-            None => None,
-        };
-        let mut encoded = Vec::new();
-        details::encode(&v.details, &mut encoded);
-        let hash = blake3::hash(&encoded).as_bytes()[..16].to_vec();
-        let details = match last {
-            Some((offset, h)) if h == hash => offset,
-            _ => {
-                let offset = files.add_details(&encoded);
-                let mut value = object.to_be_bytes().to_vec();
-                value.extend_from_slice(&offset.to_be_bytes());
-                value.extend_from_slice(&hash);
-                self.tree.insert(&object_key, value)?;
-                offset
-            }
-        };
-        let row = VersionRow {
-            object,
-            flags: if v.deleted { row::DELETED } else { 0 }
-                | if v.rv_decimal { row::RV_DECIMAL } else { 0 },
-            from: v.time,
-            to: next.map_or(i64::MAX, |(t, _)| t),
-            to_index: next.map_or(u64::MAX, |(_, i)| i),
-            index: v.index,
-            rv: v.rv,
-            details,
-        };
-        let number = files.add_row(&row);
-        if let Some(previous) = previous {
-            files.end_row(previous, v.time, v.index)?;
-        }
-        self.tree.insert(key, &number.to_be_bytes())?;
         Ok(())
     }
 
@@ -346,12 +306,23 @@ impl VersionIndex {
         self.dir.join(no.to_string())
     }
 
-    fn cluster_number(&self, cluster: &str) -> Result<u32, StoreError> {
-        if let Some(no) = self.tree.get(cluster_key(cluster))? {
-            return u32_value(&no);
+    fn cluster_number(
+        &self,
+        numbers: &mut HashMap<String, u32>,
+        cluster: &str,
+    ) -> Result<u32, StoreError> {
+        if let Some(no) = numbers.get(cluster) {
+            return Ok(*no);
         }
-        let no = self.tree.scan_prefix([CLUSTER_PREFIX]).count() as u32;
-        self.tree.insert(cluster_key(cluster), &no.to_be_bytes())?;
+        let no = match self.tree.get(cluster_key(cluster))? {
+            Some(no) => u32_value(&no)?,
+            None => {
+                let no = self.tree.scan_prefix([CLUSTER_PREFIX]).count() as u32;
+                self.tree.insert(cluster_key(cluster), &no.to_be_bytes())?;
+                no
+            }
+        };
+        numbers.insert(cluster.to_string(), no);
         Ok(no)
     }
 
@@ -360,6 +331,167 @@ impl VersionIndex {
             .get(meta_key(no))?
             .map(|v| ClusterMeta::decode(&v))
             .transpose()
+    }
+}
+
+/// What the index keeps per object (the value of its `O` key): its id,
+/// the last details written for it (successive versions mostly say the
+/// same, the resourceVersion living in the row, so they share one record),
+/// and its newest version, which an in-order version simply follows.
+struct ObjectState {
+    id: u32,
+    details: u64,
+    details_hash: [u8; 16],
+    newest: u64,
+    newest_order: (i64, u64, u64),
+}
+
+impl ObjectState {
+    const WIDTH: usize = 60;
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::WIDTH);
+        out.extend_from_slice(&self.id.to_be_bytes());
+        out.extend_from_slice(&self.details.to_be_bytes());
+        out.extend_from_slice(&self.details_hash);
+        out.extend_from_slice(&self.newest.to_be_bytes());
+        let (time, rv, index) = self.newest_order;
+        out.extend_from_slice(&time.to_be_bytes());
+        out.extend_from_slice(&rv.to_be_bytes());
+        out.extend_from_slice(&index.to_be_bytes());
+        out
+    }
+
+    fn decode(b: &[u8]) -> Result<ObjectState, StoreError> {
+        if b.len() != Self::WIDTH {
+            return Err(StoreError::Corrupt(
+                "bad object state in the version index".into(),
+            ));
+        }
+        let mut details_hash = [0u8; 16];
+        details_hash.copy_from_slice(&b[12..28]);
+        Ok(ObjectState {
+            id: u32_value(&b[..4])?,
+            details: u64_value(&b[4..12])?,
+            details_hash,
+            newest: u64_value(&b[28..36])?,
+            newest_order: (
+                u64_value(&b[36..44])? as i64,
+                u64_value(&b[44..52])?,
+                u64_value(&b[52..60])?,
+            ),
+        })
+    }
+}
+
+/// The first version of an object the cluster has seen.
+fn first_version(
+    files: &mut ClusterFiles,
+    index: u64,
+    v: &NewVersion,
+) -> Result<ObjectState, StoreError> {
+    let id = files.add_object(&v.name)?;
+    let (encoded, details_hash) = encode_details(v);
+    let details = files.add_details(&encoded);
+    let newest = files.add_row(&new_row(id, index, v, details, row::NONE, None));
+    Ok(ObjectState {
+        id,
+        details,
+        details_hash,
+        newest,
+        newest_order: (v.time, v.rv, index),
+    })
+}
+
+/// A further version of a known object. In order (the common case) it
+/// follows the newest and ends its interval; late, it walks back along the
+/// `prev` chain to its place and splits the interval it lands in.
+fn add_version(
+    files: &mut ClusterFiles,
+    state: &mut ObjectState,
+    index: u64,
+    v: &NewVersion,
+) -> Result<(), StoreError> {
+    let order = (v.time, v.rv, index);
+    if order == state.newest_order {
+        return Ok(()); // already indexed
+    }
+    // (predecessor, successor row number and row)
+    let (prev, next) = if order > state.newest_order {
+        (Some(state.newest), None)
+    } else {
+        let mut next = state.newest;
+        let mut next_row = files.row(next)?;
+        loop {
+            if next_row.prev == row::NONE {
+                break (None, Some((next, next_row)));
+            }
+            let r = files.row(next_row.prev)?;
+            if r.order() == order {
+                return Ok(()); // already indexed
+            }
+            if r.order() < order {
+                break (Some(next_row.prev), Some((next, next_row)));
+            }
+            next = next_row.prev;
+            next_row = r;
+        }
+    };
+    let (encoded, hash) = encode_details(v);
+    if hash != state.details_hash {
+        state.details = files.add_details(&encoded);
+        state.details_hash = hash;
+    }
+    let row = new_row(
+        state.id,
+        index,
+        v,
+        state.details,
+        prev.unwrap_or(row::NONE),
+        next.as_ref().map(|(_, r)| r),
+    );
+    let n = files.add_row(&row);
+    if let Some(p) = prev {
+        files.end_row(p, v.time, index)?;
+    }
+    match next {
+        Some((next, _)) => files.set_prev(next, n)?,
+        None => {
+            state.newest = n;
+            state.newest_order = order;
+        }
+    }
+    Ok(())
+}
+
+fn encode_details(v: &NewVersion) -> (Vec<u8>, [u8; 16]) {
+    let mut encoded = Vec::new();
+    details::encode(&v.details, &mut encoded);
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&blake3::hash(&encoded).as_bytes()[..16]);
+    (encoded, hash)
+}
+
+/// The row of version `v`, ending where `next` starts.
+fn new_row(
+    object: u32,
+    index: u64,
+    v: &NewVersion,
+    details: u64,
+    prev: u64,
+    next: Option<&VersionRow>,
+) -> VersionRow {
+    VersionRow {
+        object,
+        flags: if v.deleted { row::DELETED } else { 0 }
+            | if v.rv_decimal { row::RV_DECIMAL } else { 0 },
+        from: v.time,
+        to: next.map_or(i64::MAX, |r| r.from),
+        to_index: next.map_or(u64::MAX, |r| r.index),
+        index,
+        rv: v.rv,
+        details,
+        prev,
     }
 }
 
@@ -383,33 +515,6 @@ fn object_key(no: u32, name: &ObjectName) -> Vec<u8> {
         k.push(0);
     }
     k
-}
-
-/// `'V' ‖ cluster ‖ object`: every version of one object shares it.
-fn version_prefix(no: u32, object: u32) -> Vec<u8> {
-    let mut k = vec![VERSION_PREFIX];
-    k.extend_from_slice(&no.to_be_bytes());
-    k.extend_from_slice(&object.to_be_bytes());
-    k
-}
-
-/// The prefix, then the version order: sortable time, rv, index.
-fn version_key(prefix: &[u8], v: &NewVersion) -> Vec<u8> {
-    let mut k = Vec::with_capacity(prefix.len() + 24);
-    k.extend_from_slice(prefix);
-    k.extend_from_slice(&(((v.time as u64) ^ (1 << 63)).to_be_bytes()));
-    k.extend_from_slice(&v.rv.to_be_bytes());
-    k.extend_from_slice(&v.index.to_be_bytes());
-    k
-}
-
-/// (valid time, index) of a version key.
-fn order_of(key: &[u8]) -> Result<(i64, u64), StoreError> {
-    let short = || StoreError::Corrupt("short version key".into());
-    let tail = key.len().checked_sub(24).ok_or_else(short)?;
-    let time = u64_value(&key[tail..tail + 8])? ^ (1 << 63);
-    let index = u64_value(&key[tail + 16..])?;
-    Ok((time as i64, index))
 }
 
 fn u64_value(bytes: &[u8]) -> Result<u64, StoreError> {

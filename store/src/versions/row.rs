@@ -8,7 +8,10 @@ pub(crate) const DELETED: u32 = 1;
 pub(crate) const RV_DECIMAL: u32 = 2;
 
 /// Bytes per encoded row.
-pub(crate) const WIDTH: usize = 56;
+pub(crate) const WIDTH: usize = 64;
+
+/// `prev` of a row with no earlier version.
+pub(crate) const NONE: u64 = u64::MAX;
 
 /// One version of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +33,10 @@ pub struct VersionRow {
     pub rv: u64,
     /// Offset of the version's details.
     pub details: u64,
+    /// Row number of the object's previous version in version order
+    /// ([`NONE`] for the first): the chain a late version walks back along
+    /// to find where it belongs.
+    pub prev: u64,
 }
 
 impl VersionRow {
@@ -52,6 +59,7 @@ impl VersionRow {
         out.extend_from_slice(&self.index.to_le_bytes());
         out.extend_from_slice(&self.rv.to_le_bytes());
         out.extend_from_slice(&self.details.to_le_bytes());
+        out.extend_from_slice(&self.prev.to_le_bytes());
     }
 
     /// Decodes one row from exactly [`WIDTH`] bytes.
@@ -71,12 +79,16 @@ impl VersionRow {
             index: u64_at(32),
             rv: u64_at(40),
             details: u64_at(48),
+            prev: u64_at(56),
         }
     }
 }
 
 /// Byte offset of `to` within a row (`to_index` follows it).
 pub(crate) const END_OFFSET: usize = 16;
+
+/// Byte offset of `prev` within a row.
+pub(crate) const PREV_OFFSET: usize = 56;
 
 #[cfg(test)]
 mod tests {
@@ -93,6 +105,7 @@ mod tests {
             index: 42,
             rv: 9,
             details: 1 << 40,
+            prev: NONE,
         };
         let mut out = Vec::new();
         row.encode(&mut out);

@@ -2,12 +2,14 @@
 
 use annal_schemas::data::{KubeObject, ObjectDeleted, ObjectMeta};
 use annal_schemas::ownership::{self, ObjectIdentity};
-use annal_schemas::EventType;
+use annal_schemas::{Envelope, EventType};
+use serde::Deserialize;
 
 use super::{ObjectName, VersionDetails};
-use crate::Entry;
 
-/// An object version about to be indexed.
+/// An object version about to be indexed (its log index comes with it when
+/// it is applied).
+#[derive(Clone, Debug)]
 pub(crate) struct NewVersion {
     pub(crate) cluster: String,
     pub(crate) name: ObjectName,
@@ -15,32 +17,33 @@ pub(crate) struct NewVersion {
     pub(crate) rv: u64,
     /// The resourceVersion is exactly the decimal text of `rv`.
     pub(crate) rv_decimal: bool,
-    pub(crate) index: u64,
     pub(crate) deleted: bool,
     pub(crate) details: VersionDetails,
 }
 
 impl NewVersion {
-    /// The version `entry` records, if it records one.
+    /// The version `event` records, if it records one.
     ///
     /// Not versions: events other than `object.observed`/`object.deleted`,
     /// events without a cluster, data that no longer decodes (validated on
     /// ingest, so only shapes a newer writer added), and partial versions
     /// (`partial: "scale"`, from an audited `scale` write): those carry only
     /// `spec.replicas` and change neither existence nor ownership.
-    pub(crate) fn of(entry: &Entry) -> Option<NewVersion> {
-        let event = &entry.event;
+    ///
+    /// The data is read through a borrow: cloning an event's JSON tree
+    /// to decode it cost more than the rest of indexing.
+    pub(crate) fn of(event: &Envelope) -> Option<NewVersion> {
         let cluster = event.cluster.clone()?;
         let (api_version, kind, metadata, deleted) = match event.event_type {
             EventType::ObjectObserved => {
                 if event.data.get("partial").is_some() {
                     return None;
                 }
-                let o: KubeObject = serde_json::from_value(event.data.clone()).ok()?;
+                let o = KubeObject::deserialize(&event.data).ok()?;
                 (o.api_version, o.kind, o.metadata, false)
             }
             EventType::ObjectDeleted => {
-                let o: ObjectDeleted = serde_json::from_value(event.data.clone()).ok()?;
+                let o = ObjectDeleted::deserialize(&event.data).ok()?;
                 (o.api_version, o.kind, o.metadata, true)
             }
             _ => return None,
@@ -69,7 +72,6 @@ impl NewVersion {
             time: event.time.unix_micros(),
             rv,
             rv_decimal,
-            index: entry.index,
             deleted,
             details,
         })

@@ -9,15 +9,21 @@
 //! plane events) are under `cluster=_none`.
 //!
 //! Export is a copy, not a view: it reads through the same tables as SQL,
-//! so it is as current as the log when it starts.
+//! so it is as current as the log when it starts. It streams: memory holds
+//! a bounded number of open files ([`hive`]), whatever the table's size.
+
+mod hive;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use annal_store::Store;
-use datafusion::dataframe::DataFrameWriteOptions;
+use futures::StreamExt;
 
 use crate::{sql, QueryError};
+
+/// Files open at once per table.
+const MAX_OPEN_FILES: usize = 128;
 
 /// The exported tables and the valid-time column each is partitioned by.
 pub const TABLES: [(&str, &str); 5] = [
@@ -71,23 +77,25 @@ pub async fn parquet(
              to_char(\"{time}\", '%Y-%m-%d') AS day FROM {table}"
         );
         let df = ctx.sql(&query).await?;
-        let written = df
-            .write_parquet(
-                &format!("{}/", dir.display()),
-                DataFrameWriteOptions::new()
-                    .with_partition_by(vec!["day".to_string(), "cluster".to_string()]),
-                None,
-            )
-            .await?;
-        let rows = written
-            .iter()
-            .filter_map(|b| {
-                b.column(0)
-                    .as_any()
-                    .downcast_ref::<datafusion::arrow::array::UInt64Array>()
-                    .map(|a| a.iter().flatten().sum::<u64>())
-            })
-            .sum();
+        let mut writer: Option<hive::HiveWriter> = None;
+        let mut stream = df.execute_stream().await?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let w = match &mut writer {
+                Some(w) => w,
+                None => writer.insert(hive::HiveWriter::new(
+                    &dir,
+                    &batch.schema(),
+                    &["day", "cluster"],
+                    MAX_OPEN_FILES,
+                )?),
+            };
+            w.write(&batch)?;
+        }
+        let rows = match writer {
+            Some(w) => w.finish()?,
+            None => 0,
+        };
         out.push(Exported {
             table: table.to_string(),
             rows,
