@@ -77,6 +77,8 @@ pub enum Command {
     /// Export the tables for external engines.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Which objects a new controller may adopt: ADOPT / CONFLICT / ORPHAN / MISSING (exit 3: needs approval).
+    TakeoverPlan(TakeoverArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -183,6 +185,35 @@ pub struct InventoryArgs {
     /// Only objects this app claims (`argocd:guestbook`, `flux:flux-system/apps`, ...).
     #[arg(long, value_name = "APP")]
     pub owner: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("scope").required(true).args(["apps", "apps_from", "clusters"])))]
+pub struct TakeoverArgs {
+    /// The new controller (its field manager name is not foreign).
+    #[arg(long, value_name = "NAME")]
+    pub controller: String,
+    /// An app to take over, qualified (`argocd:guestbook`, `flux:ns/name`, ...); repeatable.
+    #[arg(long = "app", value_name = "APP")]
+    pub apps: Vec<String>,
+    /// A file of apps to take over, one per line (`#` starts a comment).
+    #[arg(long, value_name = "FILE")]
+    pub apps_from: Option<PathBuf>,
+    /// Take over every app on this cluster; repeatable.
+    #[arg(long = "cluster", value_name = "ID")]
+    pub clusters: Vec<String>,
+    /// Valid time: the instant in the world (RFC 3339 or `now-2h`; default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: plan as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+    /// A further field manager that is not foreign; repeatable.
+    #[arg(long = "normal-manager", value_name = "NAME")]
+    pub normal_managers: Vec<String>,
+    /// Exit 0 even when objects are not ADOPT (the plan is still printed).
+    #[arg(long)]
+    pub allow_conflicts: bool,
 }
 
 #[derive(Debug, Subcommand)]

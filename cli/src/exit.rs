@@ -21,7 +21,6 @@ pub enum Exit {
     /// 2: usage or input error.
     Usage,
     /// 3: needs approval. Used by the recovery gates.
-    #[allow(dead_code)]
     NeedsApproval,
 }
 

@@ -1,4 +1,5 @@
-//! What commands print: `-o table|json|csv`, as kubectl does.
+//! What commands print: `-o table|json|csv|markdown`, as kubectl does
+//! (plus markdown, fit for a pull-request comment).
 //!
 //! A command builds one [`Table`] (or one JSON document) and [`Printer`]
 //! renders it. `-o json` always prints exactly one JSON document: a table
@@ -19,6 +20,8 @@ pub enum OutputFormat {
     Json,
     /// RFC 4180 CSV with a header row.
     Csv,
+    /// GitHub-flavoured Markdown tables (for pull-request comments).
+    Markdown,
 }
 
 /// Rows with named columns. Cells are JSON values so `-o json` keeps types.
@@ -75,6 +78,17 @@ impl Printer {
                 }
                 Ok(())
             }
+            OutputFormat::Markdown => {
+                let md = |c: &str| c.replace('|', "\\|").replace('\n', " ");
+                let header: Vec<String> = table.columns.iter().map(|c| md(c)).collect();
+                writeln!(out, "| {} |", header.join(" | "))?;
+                writeln!(out, "|{}", "---|".repeat(header.len()))?;
+                for row in &table.rows {
+                    let cells: Vec<String> = row.iter().map(|v| md(&cell(v))).collect();
+                    writeln!(out, "| {} |", cells.join(" | "))?;
+                }
+                Ok(())
+            }
             OutputFormat::Table => {
                 let cells: Vec<Vec<String>> = table
                     .rows
@@ -110,7 +124,16 @@ impl Printer {
                 write_csv_row(&mut out, map.keys().cloned())?;
                 write_csv_row(&mut out, map.values().map(cell))
             }
-            OutputFormat::Table => writeln!(out, "{human}"),
+            OutputFormat::Table | OutputFormat::Markdown => writeln!(out, "{human}"),
+        }
+    }
+
+    /// Prints a line of prose in table and markdown output (a heading or a
+    /// verdict); JSON and CSV stay one document.
+    pub fn prose(&self, text: &str) -> io::Result<()> {
+        match self.format {
+            OutputFormat::Table | OutputFormat::Markdown => writeln!(io::stdout().lock(), "{text}"),
+            OutputFormat::Json | OutputFormat::Csv => Ok(()),
         }
     }
 }

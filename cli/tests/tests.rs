@@ -7,4 +7,5 @@ mod ingest;
 mod redaction;
 mod serve;
 mod sql;
+mod takeover;
 mod tamper;

@@ -6,6 +6,9 @@
 //!   `Accept: application/vnd.apache.arrow.stream`.
 //! - `GET /v1/inventory?at=TS&known_at=TS&cluster=C&owner=APP`: the objects
 //!   live at `at` (default now), the rows `annal inventory -o json` prints.
+//! - `GET /v1/takeover-plan?controller=NEW&apps=A,B&at=TS&known_at=TS`
+//!   (or `clusters=C1,C2` instead of `apps`): the plan `annal takeover-plan
+//!   -o json` prints, with `needs_approval`.
 //!
 //! Bad SQL and bad times are 400 with `{"error": "..."}` naming the
 //! problem; a failing store is 500 without details (they go to stderr).
@@ -25,6 +28,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::inventory::{self, AsOf};
+use crate::takeover;
 use crate::{sql, QueryError};
 
 /// The media type of an Arrow IPC stream.
@@ -35,6 +39,7 @@ pub fn router(store: Arc<Store>) -> Router {
     Router::new()
         .route("/v1/sql", post(run_sql))
         .route("/v1/inventory", get(inventory))
+        .route("/v1/takeover-plan", get(takeover_plan))
         .with_state(store)
 }
 
@@ -154,18 +159,7 @@ async fn inventory(
     params: Result<Query<InventoryParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let Query(p) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let now = Timestamp::now();
-    let time = |name: &str, value: &Option<String>| -> Result<Option<Timestamp>, ApiError> {
-        value
-            .as_deref()
-            .map(|v| {
-                Timestamp::parse_at(v, now)
-                    .map_err(|e| ApiError::BadRequest(format!("{name}={v:?}: {e}")))
-            })
-            .transpose()
-    };
-    let at = time("at", &p.at)?.unwrap_or(now);
-    let known_at = time("known_at", &p.known_at)?;
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
     let rows = tokio::task::spawn_blocking(move || -> Result<Vec<Value>, QueryError> {
         let as_of = AsOf::new(&store, at, known_at)?;
         Ok(inventory::fleet_at(&store, p.cluster.as_deref(), &as_of)?
@@ -177,4 +171,79 @@ async fn inventory(
     .await
     .map_err(|e| ApiError::Internal(e.to_string()))??;
     Ok(Json(rows))
+}
+
+/// `at` (default now) and `known_at` from a query string.
+fn clocks(
+    at: &Option<String>,
+    known_at: &Option<String>,
+) -> Result<(Timestamp, Option<Timestamp>), ApiError> {
+    let now = Timestamp::now();
+    let time = |name: &str, value: &Option<String>| -> Result<Option<Timestamp>, ApiError> {
+        value
+            .as_deref()
+            .map(|v| {
+                Timestamp::parse_at(v, now)
+                    .map_err(|e| ApiError::BadRequest(format!("{name}={v:?}: {e}")))
+            })
+            .transpose()
+    };
+    Ok((time("at", at)?.unwrap_or(now), time("known_at", known_at)?))
+}
+
+/// Query string of `GET /v1/takeover-plan`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TakeoverParams {
+    controller: String,
+    apps: Option<String>,
+    clusters: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+    normal_managers: Option<String>,
+}
+
+async fn takeover_plan(
+    State(store): State<Arc<Store>>,
+    params: Result<Query<TakeoverParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(p) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let list = |v: &Option<String>| -> Vec<String> {
+        v.as_deref()
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let scope = match (list(&p.apps), list(&p.clusters)) {
+        (apps, clusters) if apps.is_empty() && !clusters.is_empty() => {
+            takeover::Scope::Clusters(clusters)
+        }
+        (apps, clusters) if !apps.is_empty() && clusters.is_empty() => takeover::Scope::Apps(apps),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "give exactly one of apps=A,B or clusters=C1,C2".into(),
+            ))
+        }
+    };
+    let request = takeover::Request {
+        controller: p.controller.clone(),
+        scope,
+        normal_managers: list(&p.normal_managers),
+    };
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let plan = tokio::task::spawn_blocking(move || -> Result<Value, QueryError> {
+        let as_of = AsOf::new(&store, at, known_at)?;
+        let plan = takeover::plan(&store, &request, &as_of)?;
+        let mut doc = serde_json::to_value(&plan)?;
+        if let Value::Object(map) = &mut doc {
+            map.insert("needs_approval".into(), json!(plan.needs_approval()));
+        }
+        Ok(doc)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))??;
+    Ok(Json(plan))
 }

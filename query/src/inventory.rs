@@ -205,16 +205,40 @@ pub fn cluster_at(
     as_of: &AsOf,
     listings: &Listings,
 ) -> Result<Vec<InventoryRow>, QueryError> {
+    cluster_rows(store, cluster, as_of, listings, Order::ByName)
+}
+
+/// The order of a cluster's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// By (group, kind, namespace, name): what people read.
+    ByName,
+    /// As the index holds them (first seen first): what SQL gets, since a
+    /// query without ORDER BY promises no order and sorting names was most
+    /// of a fleet question.
+    Index,
+}
+
+/// [`cluster_at`] in the order asked.
+pub(crate) fn cluster_rows(
+    store: &Store,
+    cluster: &str,
+    as_of: &AsOf,
+    listings: &Listings,
+    order: Order,
+) -> Result<Vec<InventoryRow>, QueryError> {
     let Some(versions) = store.cluster_versions(cluster)? else {
         return Ok(Vec::new());
     };
-    let live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);
-    let mut rows = live
-        .into_iter()
+    let mut live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);
+    if order == Order::ByName {
+        // Object names are unique in a cluster: an unstable sort of the
+        // references is deterministic and moves 8 bytes per row.
+        live.sort_unstable_by(|a, b| versions.object(a.object).cmp(&versions.object(b.object)));
+    }
+    live.into_iter()
         .map(|r| row_of(&versions, r, listings))
-        .collect::<Result<Vec<_>, _>>()?;
-    rows.sort_by(|a, b| a.object.cmp(&b.object));
-    Ok(rows)
+        .collect()
 }
 
 /// Live objects of every cluster (or only `cluster`) at `as_of`.

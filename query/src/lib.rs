@@ -21,5 +21,6 @@ pub mod registry;
 pub mod revisions;
 pub mod sql;
 pub mod tables;
+pub mod takeover;
 
 pub use error::QueryError;

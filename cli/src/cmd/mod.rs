@@ -8,6 +8,7 @@ mod inventory;
 mod quarantine;
 mod serve;
 mod sql;
+mod takeover;
 mod verify;
 
 use annal_store::Store;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Sql(args) => sql::run(open(data)?, &args, &printer),
         Command::Serve(args) => serve::run(open(data)?, &args),
         Command::Export(sub) => export::run(open(data)?, sub, &printer),
+        Command::TakeoverPlan(args) => takeover::run(&open(data)?, &args, &printer),
     }
 }
 

@@ -25,7 +25,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::cluster_scan;
 use super::object_batch::{self, Batch, ObjectRow, Shape};
-use crate::inventory::{self, AsOf, Listings};
+use crate::inventory::{self, AsOf, Listings, Order};
 
 /// The `inventory_at` table function.
 #[derive(Clone)]
@@ -113,7 +113,7 @@ impl TableProvider for InventoryTable {
                     listings.get_or_init(|| l)
                 }
             };
-            let rows = inventory::cluster_at(store, cluster, &as_of, listings)?;
+            let rows = inventory::cluster_rows(store, cluster, &as_of, listings, Order::Index)?;
             let mut batch = Batch::new(Shape::Live);
             for r in &rows {
                 batch.push(&ObjectRow {

@@ -1,0 +1,154 @@
+//! `annal takeover-plan`: what a new controller may adopt, as a CI gate.
+
+use annal_query::inventory::AsOf;
+use annal_query::takeover::{self, Class, Plan, Request, Scope};
+use annal_schemas::Timestamp;
+use annal_store::Store;
+use serde_json::{json, Value};
+
+use crate::args::TakeoverArgs;
+use crate::exit::{Exit, UsageError};
+use crate::output::{OutputFormat, Printer, Table};
+
+pub fn run(store: &Store, args: &TakeoverArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    let scope = if !args.clusters.is_empty() {
+        Scope::Clusters(args.clusters.clone())
+    } else {
+        let mut apps = args.apps.clone();
+        if let Some(file) = &args.apps_from {
+            apps.extend(apps_from(file)?);
+        }
+        if apps.is_empty() {
+            return Err(UsageError(
+                "no apps to take over (--app, --apps-from or --cluster)".into(),
+            )
+            .into());
+        }
+        Scope::Apps(apps)
+    };
+    let request = Request {
+        controller: args.controller.clone(),
+        scope,
+        normal_managers: args.normal_managers.clone(),
+    };
+    let as_of = AsOf::new(store, args.at.unwrap_or_else(Timestamp::now), args.known_at)?;
+    let plan = takeover::plan(store, &request, &as_of)?;
+    if plan.objects.is_empty() {
+        return Err(UsageError(format!(
+            "nothing to take over at {}: no live object is claimed by {} and none is in their last-good inventories",
+            plan.at,
+            plan.apps.join(", ")
+        ))
+        .into());
+    }
+    let approval = plan.needs_approval() && !args.allow_conflicts;
+    print(&plan, approval, printer)?;
+    Ok(if approval {
+        Exit::NeedsApproval
+    } else {
+        Exit::Ok
+    })
+}
+
+fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
+    let verdict = if !plan.needs_approval() {
+        "safe: every object is ADOPT"
+    } else if approval {
+        "needs approval: some objects are not ADOPT"
+    } else {
+        "allowed: some objects are not ADOPT (--allow-conflicts)"
+    };
+    let counts: Vec<String> = Class::ALL
+        .iter()
+        .map(|c| format!("{} {}", plan.count(*c), c.as_str()))
+        .collect();
+    match printer.format {
+        OutputFormat::Json => {
+            let mut doc = serde_json::to_value(plan)?;
+            if let Value::Object(map) = &mut doc {
+                map.insert("needs_approval".into(), json!(approval));
+                map.insert("verdict".into(), json!(verdict));
+            }
+            printer.record(&doc, "")?;
+            return Ok(());
+        }
+        OutputFormat::Markdown => {
+            printer.prose(&format!(
+                "### annal takeover plan for `{}` at {}\n\n**{verdict}**: {}\n",
+                plan.controller,
+                plan.at,
+                counts.join(", ")
+            ))?;
+        }
+        OutputFormat::Table => {
+            printer.prose(&format!(
+                "Takeover plan for {} at {}: {}\n{verdict}\n",
+                plan.controller,
+                plan.at,
+                counts.join(", ")
+            ))?;
+        }
+        OutputFormat::Csv => {}
+    }
+    if printer.format != OutputFormat::Csv {
+        let mut summary = Table::new(&["cluster", "app", "adopt", "conflict", "orphan", "missing"]);
+        for s in &plan.summary {
+            summary.push(vec![
+                json!(s.cluster),
+                json!(s.app),
+                json!(s.adopt),
+                json!(s.conflict),
+                json!(s.orphan),
+                json!(s.missing),
+            ]);
+        }
+        printer.table(&summary)?;
+        printer.prose("")?;
+    }
+    let mut objects = Table::new(&[
+        "class",
+        "cluster",
+        "app",
+        "group",
+        "kind",
+        "namespace",
+        "name",
+        "reasons",
+    ]);
+    for o in &plan.objects {
+        // Markdown is for a review comment: the ADOPT rows are the summary.
+        if printer.format == OutputFormat::Markdown && o.class == Class::Adopt {
+            continue;
+        }
+        objects.push(vec![
+            json!(o.class.as_str()),
+            json!(o.cluster),
+            json!(o.app),
+            json!(o.group),
+            json!(o.kind),
+            json!(o.namespace),
+            json!(o.name),
+            Value::String(
+                o.reasons
+                    .iter()
+                    .map(|r| r.detail.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+        ]);
+    }
+    printer.table(&objects)?;
+    Ok(())
+}
+
+/// Apps listed one per line; blank lines and `#` comments skipped.
+fn apps_from(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+    Ok(text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
