@@ -79,6 +79,8 @@ pub enum Command {
     Export(ExportCommand),
     /// Which objects a new controller may adopt: ADOPT / CONFLICT / ORPHAN / MISSING (exit 3: needs approval).
     TakeoverPlan(TakeoverArgs),
+    /// What pruning an app against rendered manifests would delete, with risk flags (exit 3: needs approval).
+    PrunePlan(PruneArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -214,6 +216,44 @@ pub struct TakeoverArgs {
     /// Exit 0 even when objects are not ADOPT (the plan is still printed).
     #[arg(long)]
     pub allow_conflicts: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// The app (qualified: `argocd:guestbook`, `flux:ns/name`, ...).
+    #[arg(long, value_name = "APP")]
+    pub app: String,
+    /// The cluster.
+    #[arg(long, value_name = "ID")]
+    pub cluster: String,
+    /// Rendered manifests: a file or a directory of YAML/JSON (multi-document, Lists).
+    #[arg(long, value_name = "PATH")]
+    pub desired: PathBuf,
+    /// Namespace of namespaced manifests that name none (the app's destination namespace).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Valid time: the instant in the world (RFC 3339 or `now-2h`; default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: plan as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+    /// Most deletions allowed without approval.
+    #[arg(long, value_name = "N")]
+    pub max_deletions: Option<u64>,
+    /// Largest share (0 to 1) of the app's live objects deleted without approval.
+    #[arg(long, value_name = "F", value_parser = parse_fraction)]
+    pub max_fraction: Option<f64>,
+    /// A further field manager that is not foreign; repeatable.
+    #[arg(long = "normal-manager", value_name = "NAME")]
+    pub normal_managers: Vec<String>,
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("{s:?} is not a fraction between 0 and 1")),
+    }
 }
 
 #[derive(Debug, Subcommand)]

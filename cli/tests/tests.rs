@@ -4,6 +4,7 @@ mod util;
 
 mod crash;
 mod ingest;
+mod prune;
 mod redaction;
 mod serve;
 mod sql;

@@ -25,6 +25,7 @@
 pub mod document;
 mod error;
 pub mod formats;
+pub mod manifests;
 pub mod pipeline;
 mod record;
 pub mod redact;

@@ -17,8 +17,8 @@
 //!
 //! A field manager is foreign when it owns fields outside `.metadata` and
 //! `.status` and is neither a Kubernetes component that normally writes
-//! live objects ([`NORMAL_MANAGERS`]), a GitOps tool, the new controller,
-//! nor one the caller names.
+//! live objects, a GitOps tool ([`live_object::NORMAL_MANAGERS`]), the new
+//! controller, nor one the caller names.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -29,30 +29,8 @@ use annal_store::{ScanKey, Store};
 use serde::Serialize;
 
 use crate::inventory::{self, AsOf, InventoryRow, Listings, Order};
-use crate::{managed_fields, revisions, QueryError};
-
-/// Field managers that write live objects as a matter of course: the
-/// control plane (the HPA and the scale subresource write through
-/// kube-controller-manager), the node agent, distributions' own managers,
-/// and the GitOps tools themselves.
-pub const NORMAL_MANAGERS: [&str; 16] = [
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kube-apiserver",
-    "kubelet",
-    "kubeadm",
-    "k3s",
-    "horizontal-pod-autoscaler",
-    "cluster-autoscaler",
-    "argocd-controller",
-    "argocd-application-controller",
-    "argocd",
-    "argocd-server",
-    "kustomize-controller",
-    "helm-controller",
-    "helm",
-    "fleet-agent",
-];
+use crate::live_object::{self, LiveObject};
+use crate::{revisions, QueryError};
 
 /// The question.
 #[derive(Clone, Debug)]
@@ -225,11 +203,7 @@ pub fn plan(store: &Store, request: &Request, as_of: &AsOf) -> Result<Plan, Quer
     let expected = expected_objects(store, as_of, &|cluster, app| {
         in_clusters(cluster) && (matches!(request.scope, Scope::Clusters(_)) || apps.contains(app))
     })?;
-    let normal = |m: &str| {
-        m == request.controller
-            || NORMAL_MANAGERS.contains(&m)
-            || request.normal_managers.iter().any(|n| n == m)
-    };
+    let normal = |m: &str| live_object::is_normal(m, &request.controller, &request.normal_managers);
 
     let mut objects = Vec::new();
     let mut seen: BTreeSet<(String, ObjectName)> = BTreeSet::new();
@@ -244,10 +218,7 @@ pub fn plan(store: &Store, request: &Request, as_of: &AsOf) -> Result<Plan, Quer
         let observed = Observed {
             claims: r.claims.clone(),
             tracking_mismatch: r.tracking_mismatch.clone(),
-            spec_managers: spec_managers(store, r.index)?
-                .into_iter()
-                .filter(|(m, _)| !normal(m))
-                .collect(),
+            spec_managers: LiveObject::read(store, r.index)?.foreign_managers(&normal),
         };
         let (class, reasons) = classify(&observed, &|a| apps.contains(a));
         // Counted under its owner when that app is taken over, else under
@@ -441,32 +412,6 @@ fn expected_objects(
     for apps in out.values_mut() {
         apps.sort();
         apps.dedup();
-    }
-    Ok(out)
-}
-
-/// Managers of the version at `index` owning fields outside `.metadata`
-/// and `.status` (not through the status subresource), each with the first
-/// such field.
-fn spec_managers(store: &Store, index: u64) -> Result<Vec<(String, String)>, QueryError> {
-    let Some(entry) = store.entry(index)? else {
-        return Ok(Vec::new());
-    };
-    let mut out: Vec<(String, String)> = Vec::new();
-    for m in managed_fields::of_entry(&entry) {
-        if m.subresource.as_deref().is_some_and(|s| !s.is_empty()) {
-            continue;
-        }
-        let Some(manager) = m.manager else { continue };
-        let desired = m
-            .fields
-            .iter()
-            .find(|f| !f.starts_with(".metadata") && !f.starts_with(".status"));
-        if let Some(field) = desired {
-            if !out.iter().any(|(n, _)| *n == manager) {
-                out.push((manager, field.clone()));
-            }
-        }
     }
     Ok(out)
 }

@@ -5,6 +5,7 @@ mod export;
 mod ingest;
 mod inspect;
 mod inventory;
+mod prune;
 mod quarantine;
 mod serve;
 mod sql;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Serve(args) => serve::run(open(data)?, &args),
         Command::Export(sub) => export::run(open(data)?, sub, &printer),
         Command::TakeoverPlan(args) => takeover::run(&open(data)?, &args, &printer),
+        Command::PrunePlan(args) => prune::run(&open(data)?, &args, &printer),
     }
 }
 
