@@ -81,6 +81,75 @@ pub enum Command {
     TakeoverPlan(TakeoverArgs),
     /// What pruning an app against rendered manifests would delete, with risk flags (exit 3: needs approval).
     PrunePlan(PruneArgs),
+    /// Which clusters a selector places on, and what changes (exit 3: removals or too many additions).
+    #[command(subcommand)]
+    Placement(PlacementCommand),
+    /// Whether a fenced control plane still acted (exit 1: a violation).
+    #[command(subcommand)]
+    Fence(FenceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FenceCommand {
+    /// Writes by the old controller after its fence, unrevoked credentials, use of revoked ones.
+    Check(FenceCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FenceCheckArgs {
+    /// The old controller (as in its controlplane.fenced event and event actors).
+    #[arg(long, value_name = "NAME")]
+    pub controller: String,
+    /// The fence time (default: the controller's latest controlplane.fenced event).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub since: Option<annal_schemas::Timestamp>,
+    /// A further principal of the old controller; repeatable.
+    #[arg(long = "principal", value_name = "NAME")]
+    pub principals: Vec<String>,
+    /// Check up to this valid time (default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlacementCommand {
+    /// Candidates, added and removed clusters between two instants or under a proposed selector.
+    Diff(PlacementDiffArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("change").required(true).args(["from", "proposed_selector"])))]
+pub struct PlacementDiffArgs {
+    /// Cluster selector: `key=value` terms, comma-separated, all must hold (`key!=value` negates).
+    #[arg(long, value_name = "SELECTOR")]
+    pub selector: String,
+    /// Drop clusters matching any of these `key=value` terms.
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub exclude: String,
+    /// Compare the selector at this instant...
+    #[arg(long, value_name = "TS", value_parser = parse_time, requires = "to")]
+    pub from: Option<annal_schemas::Timestamp>,
+    /// ...with the same selector at this one.
+    #[arg(long, value_name = "TS", value_parser = parse_time, requires = "from")]
+    pub to: Option<annal_schemas::Timestamp>,
+    /// Or compare the selector with this one, both at --at.
+    #[arg(long, value_name = "SELECTOR", conflicts_with_all = ["from", "to"])]
+    pub proposed_selector: Option<String>,
+    /// The instant for --proposed-selector (default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+    /// Most additions allowed without approval (default: any).
+    #[arg(long, value_name = "N")]
+    pub max_add: Option<u64>,
+    /// Most removals allowed without approval.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_remove: u64,
 }
 
 #[derive(Debug, Subcommand)]

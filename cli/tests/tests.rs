@@ -3,6 +3,7 @@
 mod util;
 
 mod crash;
+mod gates;
 mod ingest;
 mod prune;
 mod redaction;

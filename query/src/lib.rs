@@ -13,10 +13,12 @@
 mod error;
 pub mod events;
 pub mod export;
+pub mod fence;
 pub mod http;
 pub mod inventory;
 pub mod live_object;
 pub mod managed_fields;
+pub mod placement;
 pub mod prune;
 pub mod pushdown;
 pub mod registry;

@@ -2,9 +2,11 @@
 
 mod demo;
 mod export;
+mod fence;
 mod ingest;
 mod inspect;
 mod inventory;
+mod placement;
 mod prune;
 mod quarantine;
 mod serve;
@@ -40,6 +42,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Export(sub) => export::run(open(data)?, sub, &printer),
         Command::TakeoverPlan(args) => takeover::run(&open(data)?, &args, &printer),
         Command::PrunePlan(args) => prune::run(&open(data)?, &args, &printer),
+        Command::Placement(sub) => placement::run(&open(data)?, sub, &printer),
+        Command::Fence(sub) => fence::run(&open(data)?, sub, &printer),
     }
 }
 
