@@ -87,6 +87,71 @@ pub enum Command {
     /// Whether a fenced control plane still acted (exit 1: a violation).
     #[command(subcommand)]
     Fence(FenceCommand),
+    /// Check an `argocd admin export` against the ledger (exit 3: empty, shrunken, apps missing).
+    #[command(subcommand)]
+    Backup(BackupCommand),
+    /// How far a revision got per cohort, and revisions applied over newer ones.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Per cohort: candidates, started, succeeded, failed, waiting, durations, throttling (exit 3: failures).
+    Status(RolloutStatusArgs),
+    /// (app, cluster) pairs where a revision was applied after a newer one (exit 1: any).
+    Regressions(RolloutRegressionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutStatusArgs {
+    /// The revision.
+    #[arg(long, value_name = "R")]
+    pub revision: String,
+    /// Only this app.
+    #[arg(long, value_name = "APP")]
+    pub app: Option<String>,
+    /// Registry attribute that groups clusters into cohorts.
+    #[arg(long, value_name = "KEY", default_value = "wave")]
+    pub cohort_attribute: String,
+    /// Valid time (default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutRegressionsArgs {
+    /// Only regressions at or after this valid time.
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub since: Option<annal_schemas::Timestamp>,
+    /// Valid time (default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Compare an export's counts and app names with what the ledger knew.
+    Check(BackupCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupCheckArgs {
+    /// The export (multi-document YAML from `argocd admin export`).
+    #[arg(value_name = "EXPORT.yaml")]
+    pub export: PathBuf,
+    /// Compare with the ledger at this valid time (the export's time; default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
 }
 
 #[derive(Debug, Subcommand)]

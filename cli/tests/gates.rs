@@ -293,3 +293,72 @@ fn fence_check_finds_late_writes_unrevoked_and_revoked_credentials() {
     let out = l.run(&["fence", "check", "--controller", "argocd-unknown"]);
     assert_eq!(out.status.code(), Some(2), "no fence and no --since");
 }
+
+fn export_yaml(apps: &[&str]) -> String {
+    let mut docs = vec![
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: argocd\n".to_string(),
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: argocd-secret\n  namespace: argocd\ndata:\n  admin.password: c2VjcmV0\n".to_string(),
+        "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata:\n  name: default\n  namespace: argocd\n".to_string(),
+    ];
+    for a in apps {
+        docs.push(format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {a}\n  namespace: argocd\n"
+        ));
+    }
+    docs.join("---\n")
+}
+
+#[test]
+fn backup_check_catches_a_shrunken_export_and_a_missing_app() {
+    let declare = |a: &str| {
+        event(
+            &format!("decl-{a}"),
+            "app.declared",
+            "2026-11-01T08:00:00Z",
+            Some("canary"),
+            Value::Null,
+            json!({"app": format!("argocd:{a}")}),
+        )
+    };
+    let l = ingest(&[
+        declare("web"),
+        declare("api"),
+        declare("db"),
+        event(
+            "backup-1",
+            "controlplane.backup",
+            "2026-11-01T09:00:00Z",
+            None,
+            Value::Null,
+            json!({"controller": "argocd-old", "digest": "blake3:1234",
+                   "counts": {"Application": 3, "AppProject": 1}}),
+        ),
+    ]);
+    let at = "2026-11-01T12:00:00Z";
+    let complete = l.file("complete.yaml", &export_yaml(&["web", "api", "db"]));
+    let (code, r) = l.json(&["backup", "check", path_str(&complete), "--at", at]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["export_counts"]["Application"], 3);
+    assert_eq!(r["ledger_apps"], 3);
+
+    let short = l.file("short.yaml", &export_yaml(&["web", "api"]));
+    let (code, r) = l.json(&["backup", "check", path_str(&short), "--at", at]);
+    assert_eq!(code, Some(3));
+    let codes: Vec<&str> = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["shrank", "shrank", "missing-in-export"], "{r}");
+    assert_eq!(r["missing_in_export"], json!(["argocd:db"]));
+    assert!(
+        !r.to_string().contains("c2VjcmV0"),
+        "Secret values never leave the export"
+    );
+
+    let empty = l.file("empty.yaml", "---\n");
+    let (code, r) = l.json(&["backup", "check", path_str(&empty), "--at", at]);
+    assert_eq!(code, Some(3));
+    assert_eq!(r["flags"][0]["code"], "empty");
+}

@@ -3,6 +3,7 @@
 mod util;
 
 mod crash;
+mod drill;
 mod gates;
 mod ingest;
 mod prune;

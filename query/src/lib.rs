@@ -10,6 +10,7 @@
 //! as a SQL table function.
 #![deny(missing_docs)]
 
+pub mod backup;
 mod error;
 pub mod events;
 pub mod export;
@@ -23,6 +24,7 @@ pub mod prune;
 pub mod pushdown;
 pub mod registry;
 pub mod revisions;
+pub mod rollout;
 pub mod sql;
 pub mod tables;
 pub mod takeover;

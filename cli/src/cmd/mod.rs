@@ -1,5 +1,6 @@
 //! One module per command; [`run`] dispatches.
 
+mod backup;
 mod demo;
 mod export;
 mod fence;
@@ -9,6 +10,7 @@ mod inventory;
 mod placement;
 mod prune;
 mod quarantine;
+mod rollout;
 mod serve;
 mod sql;
 mod takeover;
@@ -44,6 +46,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::PrunePlan(args) => prune::run(&open(data)?, &args, &printer),
         Command::Placement(sub) => placement::run(&open(data)?, sub, &printer),
         Command::Fence(sub) => fence::run(&open(data)?, sub, &printer),
+        Command::Backup(sub) => backup::run(&open(data)?, sub, &printer),
+        Command::Rollout(sub) => rollout::run(&open(data)?, sub, &printer),
     }
 }
 

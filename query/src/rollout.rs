@@ -1,0 +1,284 @@
+//! Rollouts: how far a revision got, cohort by cohort, and where an older
+//! revision was applied over a newer one (DESIGN "Recovery questions":
+//! rollout/reconnect).
+//!
+//! The candidates of a revision are the (app, cluster) pairs the app is
+//! deployed to: its `app.declared` destinations and every cluster it synced
+//! on, up to T. Clusters are grouped into cohorts by a registry attribute
+//! (`wave` by default) as the registry stood at T. A pair has *started* the
+//! revision when a sync of it exists, *succeeded* when one succeeded, has
+//! *failed* when its syncs of it all failed or errored, and is *waiting*
+//! when none started.
+//!
+//! A regression is a sync that applied (succeeded with) a revision on a
+//! pair after a newer revision had already been applied there; "newer"
+//! means first applied earlier anywhere in the fleet, which is the only
+//! order the ledger can know for opaque revisions.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use annal_schemas::data::{AppDeclared, AppSync, SyncPhase};
+use annal_schemas::{EventType, Timestamp};
+use annal_store::{ScanKey, Store};
+use serde::Serialize;
+
+use crate::inventory::AsOf;
+use crate::{registry, QueryError};
+
+/// Progress of one cohort.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Cohort {
+    /// The attribute's value (`-`: clusters without it).
+    pub cohort: String,
+    /// (app, cluster) pairs that should get the revision.
+    pub candidates: u64,
+    /// Pairs with a sync of it.
+    pub started: u64,
+    /// Pairs where it succeeded.
+    pub succeeded: u64,
+    /// Pairs where every sync of it failed.
+    pub failed: u64,
+    /// Pairs with no sync of it.
+    pub waiting: u64,
+    /// Median sync duration of the successes (seconds).
+    pub p50_seconds: Option<f64>,
+    /// Longest successful sync (seconds).
+    pub max_seconds: Option<f64>,
+    /// Throttled API requests (429) of its syncs.
+    pub api_throttled: u64,
+    /// Clusters still waiting.
+    pub waiting_clusters: Vec<String>,
+}
+
+/// Rollout status of a revision.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// The revision.
+    pub revision: String,
+    /// Only this app, if asked.
+    pub app: Option<String>,
+    /// The attribute cohorts are grouped by.
+    pub cohort_attribute: String,
+    /// Valid time asked.
+    pub at: String,
+    /// One row per cohort, in cohort order.
+    pub cohorts: Vec<Cohort>,
+}
+
+/// A revision applied after a newer one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Regression {
+    /// The app.
+    pub app: String,
+    /// The cluster.
+    pub cluster: String,
+    /// Valid time of the sync that went back.
+    pub time: String,
+    /// Log index of that sync.
+    pub index: u64,
+    /// The revision it applied.
+    pub revision: String,
+    /// The newer revision applied there before.
+    pub newer: String,
+}
+
+/// One `app.sync` with its place in the log.
+struct Sync {
+    cluster: String,
+    time: Timestamp,
+    index: u64,
+    data: AppSync,
+}
+
+fn syncs(store: &Store, as_of: &AsOf) -> Result<Vec<Sync>, QueryError> {
+    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
+    let mut out = Vec::new();
+    for entry in store.scan(ScanKey::Type(EventType::AppSync.as_str()), None, until) {
+        let entry = entry?;
+        let Some(cluster) = entry.event.cluster.clone() else {
+            continue;
+        };
+        if entry.index >= as_of.known_below {
+            continue;
+        }
+        if let Ok(data) = serde_json::from_value::<AppSync>(entry.event.data) {
+            if !data.dry_run {
+                out.push(Sync {
+                    cluster,
+                    time: entry.event.time,
+                    index: entry.index,
+                    data,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|s| (s.time, s.index));
+    Ok(out)
+}
+
+/// How far `revision` got at `as_of`.
+pub fn status(
+    store: &Store,
+    revision: &str,
+    app: Option<&str>,
+    cohort_attribute: &str,
+    as_of: &AsOf,
+) -> Result<Status, QueryError> {
+    let wanted = |a: &str| app.is_none_or(|x| x == a);
+    let all = syncs(store, as_of)?;
+    let mut pairs: BTreeSet<(String, String)> = all
+        .iter()
+        .filter(|s| wanted(&s.data.app))
+        .map(|s| (s.data.app.clone(), s.cluster.clone()))
+        .collect();
+    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
+    for entry in store.scan(ScanKey::Type(EventType::AppDeclared.as_str()), None, until) {
+        let entry = entry?;
+        if entry.index >= as_of.known_below {
+            continue;
+        }
+        if let Ok(d) = serde_json::from_value::<AppDeclared>(entry.event.data.clone()) {
+            let cluster = d
+                .destination
+                .and_then(|dst| dst.cluster)
+                .or(entry.event.cluster.clone());
+            if let (true, Some(c)) = (wanted(&d.app), cluster) {
+                pairs.insert((d.app, c));
+            }
+        }
+    }
+    let cohort_of: HashMap<String, String> = registry::at(store, None, as_of)?
+        .into_iter()
+        .filter_map(|c| {
+            let v = match cohort_attribute {
+                "environment" => c.environment.clone(),
+                "region" => c.region.clone(),
+                "fault_domain" => c.fault_domain.clone(),
+                "tenant" => c.tenant.clone(),
+                other => c.attributes.get(other).cloned(),
+            }?;
+            Some((c.cluster, v))
+        })
+        .collect();
+    let mut cohorts: BTreeMap<String, (Cohort, Vec<f64>)> = BTreeMap::new();
+    for (a, cluster) in &pairs {
+        let name = cohort_of
+            .get(cluster)
+            .cloned()
+            .unwrap_or_else(|| "-".into());
+        let (c, durations) = cohorts.entry(name.clone()).or_insert_with(|| {
+            (
+                Cohort {
+                    cohort: name,
+                    ..Cohort::default()
+                },
+                Vec::new(),
+            )
+        });
+        c.candidates += 1;
+        let of_revision: Vec<&Sync> = all
+            .iter()
+            .filter(|s| {
+                &s.data.app == a
+                    && &s.cluster == cluster
+                    && s.data.revision.as_deref() == Some(revision)
+            })
+            .collect();
+        if of_revision.is_empty() {
+            c.waiting += 1;
+            c.waiting_clusters.push(cluster.clone());
+            continue;
+        }
+        c.started += 1;
+        c.api_throttled += of_revision
+            .iter()
+            .filter_map(|s| s.data.metrics.as_ref().and_then(|m| m.api_throttled))
+            .sum::<u64>();
+        let success = of_revision
+            .iter()
+            .find(|s| s.data.phase == SyncPhase::Succeeded);
+        match success {
+            Some(s) => {
+                c.succeeded += 1;
+                if let (Some(b), Some(e)) = (s.data.started_at, s.data.finished_at) {
+                    durations.push((e.unix_micros() - b.unix_micros()) as f64 / 1e6);
+                }
+            }
+            None => {
+                if of_revision
+                    .iter()
+                    .all(|s| matches!(s.data.phase, SyncPhase::Failed | SyncPhase::Error))
+                {
+                    c.failed += 1;
+                }
+            }
+        }
+    }
+    let cohorts = cohorts
+        .into_values()
+        .map(|(mut c, mut d)| {
+            d.sort_by(f64::total_cmp);
+            c.p50_seconds = d.get(d.len().saturating_sub(1) / 2).copied();
+            c.max_seconds = d.last().copied();
+            c.waiting_clusters.sort();
+            c.waiting_clusters.dedup();
+            c
+        })
+        .collect();
+    Ok(Status {
+        revision: revision.to_string(),
+        app: app.map(str::to_string),
+        cohort_attribute: cohort_attribute.to_string(),
+        at: as_of.valid.to_string(),
+        cohorts,
+    })
+}
+
+/// Syncs at or after `since` that applied a revision older than one
+/// applied on the same (app, cluster) before.
+pub fn regressions(
+    store: &Store,
+    since: Option<Timestamp>,
+    as_of: &AsOf,
+) -> Result<Vec<Regression>, QueryError> {
+    let applied: Vec<Sync> = syncs(store, as_of)?
+        .into_iter()
+        .filter(|s| s.data.phase == SyncPhase::Succeeded && s.data.revision.is_some())
+        .collect();
+    // First application of each (app, revision) anywhere in the fleet.
+    let mut first: HashMap<(String, String), (Timestamp, u64)> = HashMap::new();
+    for s in &applied {
+        if let Some(r) = &s.data.revision {
+            first
+                .entry((s.data.app.clone(), r.clone()))
+                .or_insert((s.time, s.index));
+        }
+    }
+    let mut newest_here: HashMap<(String, String), (String, (Timestamp, u64))> = HashMap::new();
+    let mut out = Vec::new();
+    for s in &applied {
+        let Some(r) = &s.data.revision else { continue };
+        let key = (s.data.app.clone(), s.cluster.clone());
+        let Some(age) = first.get(&(s.data.app.clone(), r.clone())).copied() else {
+            continue;
+        };
+        match newest_here.get(&key) {
+            Some((newer, newer_age)) if *newer_age > age => {
+                if since.is_none_or(|t| s.time >= t) {
+                    out.push(Regression {
+                        app: s.data.app.clone(),
+                        cluster: s.cluster.clone(),
+                        time: s.time.to_string(),
+                        index: s.index,
+                        revision: r.clone(),
+                        newer: newer.clone(),
+                    });
+                }
+            }
+            _ => {
+                newest_here.insert(key, (r.clone(), age));
+            }
+        }
+    }
+    Ok(out)
+}
