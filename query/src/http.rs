@@ -9,6 +9,18 @@
 //! - `GET /v1/takeover-plan?controller=NEW&apps=A,B&at=TS&known_at=TS`
 //!   (or `clusters=C1,C2` instead of `apps`): the plan `annal takeover-plan
 //!   -o json` prints, with `needs_approval`.
+//! - `POST /v1/prune-plan?app=&cluster=&namespace=&at=&known_at=&max_deletions=&max_fraction=`
+//!   with the rendered manifests as a JSON array or `List` in the body.
+//! - `GET /v1/placement/diff?selector=&exclude=&from=&to=` (or
+//!   `proposed_selector=&at=`) `&max_add=&max_remove=`.
+//! - `GET /v1/fence/check?controller=&since=&principals=a,b&at=`.
+//! - `POST /v1/backup/check?at=` with the export as a JSON array or `List`.
+//! - `GET /v1/rollout/status?revision=&app=&cohort_attribute=&at=` and
+//!   `GET /v1/rollout/regressions?since=&at=`.
+//!
+//! Every recovery answer is the document its command prints with `-o json`
+//! (with `needs_approval`, or `holds` for the fence); the gate itself is the
+//! caller's, as HTTP has no exit codes.
 //!
 //! Bad SQL and bad times are 400 with `{"error": "..."}` naming the
 //! problem; a failing store is 500 without details (they go to stderr).
@@ -28,7 +40,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::inventory::{self, AsOf};
-use crate::takeover;
+use crate::{backup, fence, placement, prune, rollout, takeover};
 use crate::{sql, QueryError};
 
 /// The media type of an Arrow IPC stream.
@@ -40,6 +52,12 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/v1/sql", post(run_sql))
         .route("/v1/inventory", get(inventory))
         .route("/v1/takeover-plan", get(takeover_plan))
+        .route("/v1/prune-plan", post(prune_plan))
+        .route("/v1/placement/diff", get(placement_diff))
+        .route("/v1/fence/check", get(fence_check))
+        .route("/v1/backup/check", post(backup_check))
+        .route("/v1/rollout/status", get(rollout_status))
+        .route("/v1/rollout/regressions", get(rollout_regressions))
         .with_state(store)
 }
 
@@ -246,4 +264,291 @@ async fn takeover_plan(
     .await
     .map_err(|e| ApiError::Internal(e.to_string()))??;
     Ok(Json(plan))
+}
+
+/// A query string, or 400 naming what is wrong with it.
+type Params<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
+
+fn params<T>(p: Params<T>) -> Result<T, ApiError> {
+    p.map(|Query(t)| t)
+        .map_err(|e| ApiError::BadRequest(e.body_text()))
+}
+
+/// Comma-separated values.
+fn list(v: &Option<String>) -> Vec<String> {
+    v.as_deref()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs a store question off the async threads and adds `extra` fields to
+/// its JSON document.
+async fn answer<T: serde::Serialize + Send + 'static>(
+    job: impl FnOnce() -> Result<(T, Vec<(&'static str, Value)>), QueryError> + Send + 'static,
+) -> Result<Json<Value>, ApiError> {
+    let doc = tokio::task::spawn_blocking(move || -> Result<Value, QueryError> {
+        let (value, extra) = job()?;
+        let mut doc = serde_json::to_value(&value)?;
+        if let Value::Object(map) = &mut doc {
+            for (k, v) in extra {
+                map.insert(k.into(), v);
+            }
+        }
+        Ok(doc)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))??;
+    Ok(Json(doc))
+}
+
+/// (apiVersion, kind, namespace, name) of each object in a JSON body: an
+/// array of objects or a `*List`.
+fn body_objects(body: &[u8]) -> Result<Vec<(String, String, String, String)>, ApiError> {
+    let bad = |m: String| ApiError::BadRequest(m);
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        bad(format!(
+            "the body is not JSON (a JSON array or List of objects): {e}"
+        ))
+    })?;
+    let items = match &value {
+        Value::Array(items) => items.clone(),
+        Value::Object(o) if o.get("items").is_some_and(Value::is_array) => {
+            o["items"].as_array().cloned().unwrap_or_default()
+        }
+        _ => {
+            return Err(bad(
+                "the body must be a JSON array of objects or a List".into()
+            ))
+        }
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let text = |path: &[&str]| -> Result<String, ApiError> {
+                let mut at = o;
+                for p in path {
+                    at = at
+                        .get(p)
+                        .ok_or_else(|| bad(format!("object {i}: no {}", path.join("."))))?;
+                }
+                at.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(format!("object {i}: {} is not a string", path.join("."))))
+            };
+            Ok((
+                text(&["apiVersion"])?,
+                text(&["kind"])?,
+                o.get("metadata")
+                    .and_then(|m| m.get("namespace"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                text(&["metadata", "name"])?,
+            ))
+        })
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PruneParams {
+    app: String,
+    cluster: String,
+    namespace: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+    max_deletions: Option<u64>,
+    max_fraction: Option<f64>,
+    normal_managers: Option<String>,
+}
+
+async fn prune_plan(
+    State(store): State<Arc<Store>>,
+    p: Params<PruneParams>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let desired = body_objects(&body)?
+        .into_iter()
+        .map(|(api, kind, ns, name)| {
+            prune::desired_name(&api, kind, ns, name, p.namespace.as_deref())
+        })
+        .collect();
+    let request = prune::Request {
+        app: p.app,
+        cluster: p.cluster,
+        desired,
+        max_deletions: p.max_deletions,
+        max_fraction: p.max_fraction,
+        normal_managers: list(&p.normal_managers),
+    };
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    answer(move || {
+        let plan = prune::plan(&store, &request, &AsOf::new(&store, at, known_at)?)?;
+        let approval = plan.needs_approval();
+        Ok((plan, vec![("needs_approval", json!(approval))]))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlacementParams {
+    selector: String,
+    exclude: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    proposed_selector: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+    max_add: Option<u64>,
+    max_remove: Option<u64>,
+}
+
+async fn placement_diff(
+    State(store): State<Arc<Store>>,
+    p: Params<PlacementParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let parse = |s: &str| placement::Selector::parse(s).map_err(ApiError::from);
+    let selector = parse(&p.selector)?;
+    let exclude = parse(p.exclude.as_deref().unwrap_or(""))?;
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let (from, to) = match (&p.proposed_selector, &p.from, &p.to) {
+        (Some(proposed), None, None) => ((selector.clone(), at), (parse(proposed)?, at)),
+        (None, Some(_), Some(_)) => {
+            let (t1, _) = clocks(&p.from, &None)?;
+            let (t2, _) = clocks(&p.to, &None)?;
+            ((selector.clone(), t1), (selector, t2))
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "give from and to, or proposed_selector".into(),
+            ))
+        }
+    };
+    let (max_add, max_remove) = (p.max_add, p.max_remove.unwrap_or(0));
+    answer(move || {
+        let side = |(selector, t): (placement::Selector, Timestamp)| -> Result<placement::Side, QueryError> {
+            Ok(placement::Side {
+                selector,
+                as_of: AsOf::new(&store, t, known_at)?,
+            })
+        };
+        let d = placement::diff(&store, &side(from)?, &side(to)?, &exclude)?;
+        let flags = placement::gate(&d, max_add, max_remove);
+        let approval = !flags.is_empty();
+        Ok((d, vec![("flags", json!(flags)), ("needs_approval", json!(approval))]))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FenceParams {
+    controller: String,
+    since: Option<String>,
+    principals: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+}
+
+async fn fence_check(
+    State(store): State<Arc<Store>>,
+    p: Params<FenceParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let (since, _) = clocks(&p.since, &None)?;
+    let request = fence::Request {
+        controller: p.controller,
+        since: p.since.is_some().then_some(since),
+        principals: list(&p.principals),
+    };
+    answer(move || {
+        let r = fence::check(&store, &request, &AsOf::new(&store, at, known_at)?)?;
+        let holds = r.violations.is_empty();
+        Ok((r, vec![("holds", json!(holds))]))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackupParams {
+    at: Option<String>,
+    known_at: Option<String>,
+}
+
+async fn backup_check(
+    State(store): State<Arc<Store>>,
+    p: Params<BackupParams>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let exported: Vec<backup::Exported> = body_objects(&body)?
+        .into_iter()
+        .map(|(_, kind, ns, name)| (kind, ns, name))
+        .collect();
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    answer(move || {
+        let r = backup::check(&store, &exported, &AsOf::new(&store, at, known_at)?)?;
+        let approval = !r.flags.is_empty();
+        Ok((r, vec![("needs_approval", json!(approval))]))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RolloutParams {
+    revision: String,
+    app: Option<String>,
+    cohort_attribute: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+}
+
+async fn rollout_status(
+    State(store): State<Arc<Store>>,
+    p: Params<RolloutParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    answer(move || {
+        let as_of = AsOf::new(&store, at, known_at)?;
+        let attribute = p.cohort_attribute.as_deref().unwrap_or("wave");
+        let s = rollout::status(&store, &p.revision, p.app.as_deref(), attribute, &as_of)?;
+        let failed: u64 = s.cohorts.iter().map(|c| c.failed).sum();
+        Ok((s, vec![("needs_approval", json!(failed > 0))]))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegressionParams {
+    since: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+}
+
+async fn rollout_regressions(
+    State(store): State<Arc<Store>>,
+    p: Params<RegressionParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let (since, _) = clocks(&p.since, &None)?;
+    let since = p.since.is_some().then_some(since);
+    answer(move || {
+        let found = rollout::regressions(&store, since, &AsOf::new(&store, at, known_at)?)?;
+        Ok((found, vec![]))
+    })
+    .await
 }

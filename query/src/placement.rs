@@ -164,6 +164,30 @@ pub fn diff(
     })
 }
 
+/// What in `d` needs approval: no candidate, more removals than
+/// `max_remove`, more additions than `max_add`.
+pub fn gate(d: &Diff, max_add: Option<u64>, max_remove: u64) -> Vec<String> {
+    let mut flags = Vec::new();
+    if d.candidates.is_empty() {
+        flags.push("the selector picks no cluster".to_string());
+    }
+    if d.removed.len() as u64 > max_remove {
+        flags.push(format!(
+            "{} clusters removed, more than --max-remove {max_remove}",
+            d.removed.len()
+        ));
+    }
+    if let Some(max) = max_add {
+        if d.added.len() as u64 > max {
+            flags.push(format!(
+                "{} clusters added, more than --max-add {max}",
+                d.added.len()
+            ));
+        }
+    }
+    flags
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,48 @@ pub const PROTECTED_KINDS: [&str; 6] = [
     "ClusterRoleBinding",
 ];
 
+/// Kinds that have no namespace, so a default namespace does not apply.
+pub const CLUSTER_SCOPED: [&str; 14] = [
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "StorageClass",
+    "PriorityClass",
+    "IngressClass",
+    "RuntimeClass",
+    "CSIDriver",
+    "APIService",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+];
+
+/// The identity of a rendered manifest: a namespaced kind without a
+/// namespace gets `default_namespace` (the app's destination namespace, as
+/// Argo CD and Flux apply it).
+pub fn desired_name(
+    api_version: &str,
+    kind: String,
+    namespace: String,
+    name: String,
+    default_namespace: Option<&str>,
+) -> ObjectName {
+    let namespace = match default_namespace {
+        Some(ns) if namespace.is_empty() && !CLUSTER_SCOPED.contains(&kind.as_str()) => {
+            ns.to_string()
+        }
+        _ => namespace,
+    };
+    ObjectName {
+        group: annal_schemas::ownership::group_of(api_version).to_string(),
+        kind,
+        namespace,
+        name,
+    }
+}
+
 /// The question.
 #[derive(Clone, Debug)]
 pub struct Request {

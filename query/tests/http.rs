@@ -135,3 +135,82 @@ async fn inventory_filters_by_cluster_owner_and_clock() {
     .await;
     assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!([]));
 }
+
+async fn get_json(store: &Arc<Store>, uri: &str) -> (StatusCode, Value) {
+    let (status, body) = send(store, Request::get(uri).body(Body::empty()).unwrap()).await;
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+async fn post_json(store: &Arc<Store>, uri: &str, body: &str) -> (StatusCode, Value) {
+    let req = Request::post(uri)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, body) = send(store, req).await;
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[tokio::test]
+async fn the_recovery_gates_answer_over_http_with_their_verdicts() {
+    let (_dir, store) = store();
+    let at = "at=2026-11-02T00:00:00Z";
+
+    let (status, plan) = get_json(
+        &store,
+        &format!("/v1/takeover-plan?controller=new&apps=argocd:shop&{at}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    assert_eq!(plan["needs_approval"], false);
+    assert_eq!(plan["objects"].as_array().unwrap().len(), 2);
+
+    // The app's manifests keep nothing on c1: `one` would be pruned.
+    let uri = format!("/v1/prune-plan?app=argocd:shop&cluster=c1&namespace=ns&{at}");
+    let (status, plan) = post_json(&store, &uri, "[]").await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    assert_eq!(plan["prune"][0]["name"], "one");
+    assert_eq!(plan["needs_approval"], false);
+    let keep = r#"{"kind": "List", "items": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one"}}]}"#;
+    let (_, plan) = post_json(&store, &uri, keep).await;
+    assert_eq!(
+        plan["prune"],
+        json!([]),
+        "`one` in the default namespace is desired"
+    );
+    let (_, plan) = post_json(&store, &format!("{uri}&max_deletions=0"), "[]").await;
+    assert_eq!(plan["needs_approval"], true);
+    let (status, err) = post_json(&store, &uri, r#"[{"kind": "ConfigMap"}]"#).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("object 0: no apiVersion"),
+        "{err}"
+    );
+
+    // No registry: a selector picks nothing, which needs approval.
+    let (status, d) = get_json(&store, &format!("/v1/placement/diff?selector=environment%3Dprod&proposed_selector=environment%3Dstaging&{at}")).await;
+    assert_eq!(status, StatusCode::OK, "{d}");
+    assert_eq!(d["needs_approval"], true);
+
+    // No fence recorded and no `since`: the request is wrong.
+    let (status, _) = get_json(&store, "/v1/fence/check?controller=argocd-old").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, f) = get_json(
+        &store,
+        &format!("/v1/fence/check?controller=argocd-old&since=2026-11-01T00:00:00Z&{at}"),
+    )
+    .await;
+    assert_eq!((status, &f["holds"]), (StatusCode::OK, &json!(true)));
+
+    let (status, b) = post_json(&store, &format!("/v1/backup/check?{at}"), "[]").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(b["flags"][0]["code"], "empty");
+
+    let (status, r) = get_json(&store, &format!("/v1/rollout/regressions?{at}")).await;
+    assert_eq!((status, r), (StatusCode::OK, json!([])));
+    let (status, r) = get_json(&store, &format!("/v1/rollout/status?revision=A&{at}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(r["cohorts"], json!([]));
+}

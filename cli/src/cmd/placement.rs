@@ -36,25 +36,7 @@ fn diff(store: &Store, args: &PlacementDiffArgs, printer: &Printer) -> anyhow::R
         _ => return Err(UsageError("give --from and --to, or --proposed-selector".into()).into()),
     };
     let d = placement::diff(store, &from, &to, &exclude)?;
-    let mut flags = Vec::new();
-    if d.candidates.is_empty() {
-        flags.push("the selector picks no cluster".to_string());
-    }
-    if d.removed.len() as u64 > args.max_remove {
-        flags.push(format!(
-            "{} clusters removed, more than --max-remove {}",
-            d.removed.len(),
-            args.max_remove
-        ));
-    }
-    if let Some(max) = args.max_add {
-        if d.added.len() as u64 > max {
-            flags.push(format!(
-                "{} clusters added, more than --max-add {max}",
-                d.added.len()
-            ));
-        }
-    }
+    let flags = placement::gate(&d, args.max_add, args.max_remove);
     print(&d, &flags, printer)?;
     Ok(if flags.is_empty() {
         Exit::Ok

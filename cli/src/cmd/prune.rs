@@ -3,9 +3,7 @@
 use annal_ingest::manifests;
 use annal_query::inventory::AsOf;
 use annal_query::prune::{self, Plan, Request};
-use annal_schemas::ownership;
 use annal_schemas::Timestamp;
-use annal_store::versions::ObjectName;
 use annal_store::Store;
 use serde_json::{json, Value};
 
@@ -13,37 +11,19 @@ use crate::args::PruneArgs;
 use crate::exit::{Exit, UsageError};
 use crate::output::{OutputFormat, Printer, Table};
 
-/// Kinds that have no namespace, so `--namespace` does not apply to them.
-const CLUSTER_SCOPED: [&str; 14] = [
-    "Namespace",
-    "Node",
-    "PersistentVolume",
-    "CustomResourceDefinition",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "StorageClass",
-    "PriorityClass",
-    "IngressClass",
-    "RuntimeClass",
-    "CSIDriver",
-    "APIService",
-    "ValidatingWebhookConfiguration",
-    "MutatingWebhookConfiguration",
-];
-
 pub fn run(store: &Store, args: &PruneArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let manifests = manifests::read(&args.desired)
         .map_err(|e| UsageError(format!("desired manifests: {e}")))?;
     let desired = manifests
         .into_iter()
-        .map(|m| ObjectName {
-            group: ownership::group_of(&m.api_version).to_string(),
-            namespace: match (&args.namespace, m.namespace.is_empty()) {
-                (Some(ns), true) if !CLUSTER_SCOPED.contains(&m.kind.as_str()) => ns.clone(),
-                _ => m.namespace,
-            },
-            kind: m.kind,
-            name: m.name,
+        .map(|m| {
+            prune::desired_name(
+                &m.api_version,
+                m.kind,
+                m.namespace,
+                m.name,
+                args.namespace.as_deref(),
+            )
         })
         .collect();
     let request = Request {
