@@ -244,6 +244,25 @@ fn the_recovery_runbook_end_to_end() {
                 "index": reg[0]["index"], "revision": "B", "newer": "C"}])
     );
 
+    let (code, rows) = l.json(&[
+        "sql",
+        "SELECT cluster, revision, newer FROM rollout_regressions('2026-11-01T07:00:00Z')",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        rows,
+        json!([{"cluster": "batch-a", "revision": "B", "newer": "C"}])
+    );
+    let (_, before) = l.json(&[
+        "sql",
+        "SELECT count(*) AS n FROM rollout_regressions('2026-11-01T04:30:00Z')",
+    ]);
+    assert_eq!(
+        before,
+        json!([{"n": 0}]),
+        "before the replay there was none"
+    );
+
     // 4. Which clusters does the new control plane take? Same selector,
     // nothing removed since registration: exit 0.
     let (code, placement) = l.json(&[

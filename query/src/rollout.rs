@@ -241,44 +241,134 @@ pub fn regressions(
     since: Option<Timestamp>,
     as_of: &AsOf,
 ) -> Result<Vec<Regression>, QueryError> {
-    let applied: Vec<Sync> = syncs(store, as_of)?
+    let applied: Vec<Applied> = syncs(store, as_of)?
         .into_iter()
-        .filter(|s| s.data.phase == SyncPhase::Succeeded && s.data.revision.is_some())
+        .filter(|s| s.data.phase == SyncPhase::Succeeded)
+        .filter_map(|s| {
+            let revision = s.data.revision?;
+            Some(Applied {
+                app: s.data.app,
+                cluster: s.cluster,
+                time: s.time,
+                index: s.index,
+                revision,
+            })
+        })
         .collect();
+    Ok(find_regressions(&applied, since))
+}
+
+/// One successful sync: a revision applied on an (app, cluster).
+#[derive(Clone, Debug)]
+pub struct Applied {
+    /// The app.
+    pub app: String,
+    /// The cluster.
+    pub cluster: String,
+    /// Valid time.
+    pub time: Timestamp,
+    /// Log index.
+    pub index: u64,
+    /// The revision applied.
+    pub revision: String,
+}
+
+/// The regressions among `applied` (in (time, index) order): a revision
+/// applied where one first applied later in the fleet already was.
+pub fn find_regressions(applied: &[Applied], since: Option<Timestamp>) -> Vec<Regression> {
     // First application of each (app, revision) anywhere in the fleet.
-    let mut first: HashMap<(String, String), (Timestamp, u64)> = HashMap::new();
-    for s in &applied {
-        if let Some(r) = &s.data.revision {
-            first
-                .entry((s.data.app.clone(), r.clone()))
-                .or_insert((s.time, s.index));
-        }
+    let mut first: HashMap<(&str, &str), (Timestamp, u64)> = HashMap::new();
+    for s in applied {
+        first
+            .entry((s.app.as_str(), s.revision.as_str()))
+            .or_insert((s.time, s.index));
     }
-    let mut newest_here: HashMap<(String, String), (String, (Timestamp, u64))> = HashMap::new();
+    // (app, cluster) → the newest revision applied there, with its age.
+    type Newest<'a> = HashMap<(&'a str, &'a str), (&'a str, (Timestamp, u64))>;
+    let mut newest_here: Newest = HashMap::new();
     let mut out = Vec::new();
-    for s in &applied {
-        let Some(r) = &s.data.revision else { continue };
-        let key = (s.data.app.clone(), s.cluster.clone());
-        let Some(age) = first.get(&(s.data.app.clone(), r.clone())).copied() else {
+    for s in applied {
+        let Some(age) = first.get(&(s.app.as_str(), s.revision.as_str())).copied() else {
             continue;
         };
+        let key = (s.app.as_str(), s.cluster.as_str());
         match newest_here.get(&key) {
             Some((newer, newer_age)) if *newer_age > age => {
                 if since.is_none_or(|t| s.time >= t) {
                     out.push(Regression {
-                        app: s.data.app.clone(),
+                        app: s.app.clone(),
                         cluster: s.cluster.clone(),
                         time: s.time.to_string(),
                         index: s.index,
-                        revision: r.clone(),
-                        newer: newer.clone(),
+                        revision: s.revision.clone(),
+                        newer: newer.to_string(),
                     });
                 }
             }
             _ => {
-                newest_here.insert(key, (r.clone(), age));
+                newest_here.insert(key, (s.revision.as_str(), age));
             }
         }
     }
-    Ok(out)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(list: &[(&str, &str, i64)]) -> Vec<Applied> {
+        list.iter()
+            .enumerate()
+            .map(|(i, (cluster, revision, minute))| Applied {
+                app: "argocd:web".into(),
+                cluster: cluster.to_string(),
+                time: Timestamp::from_unix_micros(minute * 60_000_000).unwrap(),
+                index: i as u64,
+                revision: revision.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_order_rollouts_and_skipped_revisions_are_not_regressions() {
+        let a = applied(&[
+            ("x", "A", 1),
+            ("y", "A", 2),
+            ("x", "B", 3),
+            ("x", "C", 5),
+            ("y", "C", 6),
+        ]);
+        assert!(
+            find_regressions(&a, None).is_empty(),
+            "y skipped B: not a regression"
+        );
+    }
+
+    #[test]
+    fn an_older_revision_after_a_newer_one_is_a_regression() {
+        let a = applied(&[("x", "A", 1), ("x", "B", 2), ("y", "B", 3), ("y", "A", 4)]);
+        let r = find_regressions(&a, None);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (
+                r[0].cluster.as_str(),
+                r[0].revision.as_str(),
+                r[0].newer.as_str()
+            ),
+            ("y", "A", "B")
+        );
+    }
+
+    #[test]
+    fn age_is_first_application_anywhere_in_the_fleet_and_since_filters() {
+        // C first appears (on z) after B (on x): C is the newer. y never had
+        // B before, yet B after C there is a regression.
+        let a = applied(&[("x", "B", 1), ("z", "C", 2), ("y", "C", 3), ("y", "B", 4)]);
+        let r = find_regressions(&a, None);
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].cluster.as_str(), r[0].newer.as_str()), ("y", "C"));
+        let later = Timestamp::from_unix_micros(5 * 60_000_000).unwrap();
+        assert!(find_regressions(&a, Some(later)).is_empty());
+    }
 }

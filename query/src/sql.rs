@@ -31,6 +31,10 @@ pub async fn session(store: Arc<Store>) -> Result<SessionContext, QueryError> {
     )?;
     ctx.register_udtf("clusters_at", Arc::new(clusters::function(store.clone())));
     ctx.register_udtf("last_good_at", Arc::new(revisions::function(store.clone())));
+    ctx.register_udtf(
+        "rollout_regressions",
+        Arc::new(crate::tables::regressions::function(store.clone())),
+    );
     ctx.register_udtf("inventory_at", Arc::new(InventoryAt::new(store)));
     ctx.sql(SYNCS_VIEW).await?;
     Ok(ctx)

@@ -21,6 +21,7 @@ pub mod inventory;
 pub mod managed_fields;
 mod object_batch;
 pub mod objects;
+pub mod regressions;
 pub mod revisions;
 mod stream;
 
