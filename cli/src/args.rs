@@ -232,9 +232,18 @@ pub enum ExportCommand {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Only loopback addresses until token auth lands.
+    /// Address to listen on (without --tokens, loopback only).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7480")]
     pub listen: std::net::SocketAddr,
+    /// Bearer tokens with roles, one `ROLE TOKEN` per line (roles: ingest, read, admin).
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// Largest ingest request body in bytes (413 above).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_body_bytes: usize,
+    /// Ingest requests handled at once (429 with Retry-After above).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_in_flight: usize,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 //! documented exit codes in one place ([`exit::Exit`]).
 
 mod args;
+mod auth;
 mod cmd;
 mod exit;
 mod output;

@@ -9,6 +9,7 @@ mod ingest;
 mod prune;
 mod redaction;
 mod serve;
+mod serve_ingest;
 mod sql;
 mod takeover;
 mod tamper;

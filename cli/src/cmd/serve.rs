@@ -1,7 +1,9 @@
 //! `annal serve`: the ledger's HTTP API on the embedded store.
 //!
-//! For now the read routes of `annal-query` plus `/healthz`. There is no
-//! authentication yet, so the server refuses any address but loopback.
+//! The read routes of `annal-query`, the ingest routes of `annal-ingest`
+//! and `/healthz`. With `--tokens` every `/v1/` route needs a bearer token
+//! of the right role ([`crate::auth`]); without, the server refuses any
+//! address but loopback and says so.
 
 use std::sync::Arc;
 
@@ -9,29 +11,45 @@ use annal_store::Store;
 use axum::routing::get;
 
 use crate::args::ServeArgs;
+use crate::auth::Tokens;
 use crate::exit::{Exit, UsageError};
 
 pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
-    if !args.listen.ip().is_loopback() {
-        return Err(UsageError(format!(
-            "--listen {}: without token authentication annal serves loopback only \
-             (127.0.0.1 or ::1)",
-            args.listen
-        ))
-        .into());
-    }
+    let tokens = match &args.tokens {
+        Some(path) => Some(Arc::new(Tokens::load(path).map_err(UsageError)?)),
+        None if !args.listen.ip().is_loopback() => {
+            return Err(UsageError(format!(
+                "--listen {}: without --tokens annal serves loopback only (127.0.0.1 or ::1)",
+                args.listen
+            ))
+            .into());
+        }
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let app =
-            annal_query::http::router(Arc::new(store)).route("/healthz", get(|| async { "ok\n" }));
+        let store = Arc::new(store);
+        let limits = annal_ingest::sources::http::Limits {
+            max_body_bytes: args.max_body_bytes,
+            max_in_flight: args.max_in_flight,
+        };
+        let mut app = annal_query::http::router(store.clone())
+            .merge(annal_ingest::sources::http::router(store, limits))
+            .route("/healthz", get(|| async { "ok\n" }));
+        if let Some(tokens) = tokens {
+            app = app.layer(axum::middleware::from_fn_with_state(tokens, crate::auth::check));
+        }
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
         eprintln!(
-            "annal: serving on http://{addr} (POST /v1/sql, GET /v1/inventory, GET /healthz)"
+            "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz)"
         );
+        if args.tokens.is_none() {
+            eprintln!("annal: no --tokens: serving without authentication, on loopback only");
+        }
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown())
             .await?;

@@ -2,5 +2,6 @@
 //! reports bytes consumed for progress; framing and decoding happen later.
 
 mod file;
+pub mod http;
 
 pub use file::Input;
