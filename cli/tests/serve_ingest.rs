@@ -204,3 +204,64 @@ fn tokens_files_are_checked_before_serving() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("tokens:1"), "{}", stderr(&out));
 }
+
+fn metric(addr: &str, name: &str) -> u64 {
+    let (_, r) = request(addr, "GET", "/metrics", None, "");
+    r.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {r}"))
+}
+
+#[test]
+fn a_saturated_ingest_queue_answers_429_and_metrics_count_it() {
+    let l = Ledger::new();
+    let (_server, addr) = serve(&l, &["--max-in-flight", "1"]);
+    // A sender that announces a body and sends one byte of it holds the
+    // only slot until it goes away.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    write!(
+        slow,
+        "POST /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {INGEST}\r\nContent-Length: 1000\r\n\r\n{{"
+    )
+    .unwrap();
+    slow.flush().unwrap();
+    let started = std::time::Instant::now();
+    while metric(&addr, "annal_ingest_queue_depth") != 1 {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the slow request never took the slot"
+        );
+        std::thread::yield_now();
+    }
+    let (status, r) = request(
+        &addr,
+        "POST",
+        "/v1/events",
+        Some(INGEST),
+        &envelopes("q", 1),
+    );
+    assert_eq!(status, 429, "{r}");
+    assert!(r.to_ascii_lowercase().contains("retry-after: 1"), "{r}");
+    assert_eq!(metric(&addr, "annal_ingest_refused_total"), 1);
+
+    drop(slow);
+    while metric(&addr, "annal_ingest_queue_depth") != 0 {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the slot was never released"
+        );
+        std::thread::yield_now();
+    }
+    let (status, _) = request(
+        &addr,
+        "POST",
+        "/v1/events",
+        Some(INGEST),
+        &envelopes("q", 2),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(metric(&addr, "annal_ingest_appended_total"), 2);
+    assert_eq!(metric(&addr, "annal_ingest_commit_seconds_count"), 1);
+    assert_eq!(request(&addr, "GET", "/readyz", None, "").0, 200);
+}

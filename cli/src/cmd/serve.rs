@@ -36,16 +36,32 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
             max_body_bytes: args.max_body_bytes,
             max_in_flight: args.max_in_flight,
         };
+        let metrics = Arc::new(annal_ingest::sources::http::Metrics::default());
+        let exposition = metrics.clone();
         let mut app = annal_query::http::router(store.clone())
-            .merge(annal_ingest::sources::http::router(store, limits))
-            .route("/healthz", get(|| async { "ok\n" }));
+            .merge(annal_ingest::sources::http::router(store, limits, metrics))
+            .route("/healthz", get(|| async { "ok\n" }))
+            // The store is open and recovered before the listener binds.
+            .route("/readyz", get(|| async { "ready\n" }))
+            .route(
+                "/metrics",
+                get(move || {
+                    let m = exposition.clone();
+                    async move {
+                        (
+                            [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                            m.render(),
+                        )
+                    }
+                }),
+            );
         if let Some(tokens) = tokens {
             app = app.layer(axum::middleware::from_fn_with_state(tokens, crate::auth::check));
         }
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
         eprintln!(
-            "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz)"
+            "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
         );
         if args.tokens.is_none() {
             eprintln!("annal: no --tokens: serving without authentication, on loopback only");

@@ -22,11 +22,12 @@
 //! `time=` (valid time for inputs that carry none).
 
 use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use annal_schemas::Timestamp;
 use annal_store::Store;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -57,17 +58,115 @@ impl Default for Limits {
     }
 }
 
+/// Counters of the ingest routes, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    appended: AtomicU64,
+    duplicates: AtomicU64,
+    rejected: AtomicU64,
+    refused: AtomicU64,
+    in_flight: AtomicU64,
+    /// Request durations (body read to durable commit), cumulative per
+    /// bucket of [`LATENCY_BUCKETS`], then the count and the sum in µs.
+    latency: [AtomicU64; LATENCY_BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_micros: AtomicU64,
+}
+
+/// Upper bounds (seconds) of the commit latency histogram.
+pub const LATENCY_BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+
+impl Metrics {
+    /// Requests being ingested now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Prometheus text exposition of the counters.
+    pub fn render(&self) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            ));
+        };
+        metric(
+            "annal_ingest_appended_total",
+            "counter",
+            "Envelopes appended over HTTP.",
+            get(&self.appended),
+        );
+        metric(
+            "annal_ingest_duplicates_total",
+            "counter",
+            "Envelopes already stored.",
+            get(&self.duplicates),
+        );
+        metric(
+            "annal_ingest_rejected_total",
+            "counter",
+            "Records rejected and quarantined.",
+            get(&self.rejected),
+        );
+        metric(
+            "annal_ingest_refused_total",
+            "counter",
+            "Requests refused with 429.",
+            get(&self.refused),
+        );
+        metric(
+            "annal_ingest_queue_depth",
+            "gauge",
+            "Ingest requests in flight.",
+            get(&self.in_flight),
+        );
+        out.push_str("# HELP annal_ingest_commit_seconds Time from a request's body to its durable commit.\n");
+        out.push_str("# TYPE annal_ingest_commit_seconds histogram\n");
+        for (le, count) in LATENCY_BUCKETS.iter().zip(&self.latency) {
+            out.push_str(&format!(
+                "annal_ingest_commit_seconds_bucket{{le=\"{le}\"}} {}\n",
+                get(count)
+            ));
+        }
+        let n = get(&self.latency_count);
+        out.push_str(&format!(
+            "annal_ingest_commit_seconds_bucket{{le=\"+Inf\"}} {n}\n"
+        ));
+        out.push_str(&format!(
+            "annal_ingest_commit_seconds_sum {}\nannal_ingest_commit_seconds_count {n}\n",
+            get(&self.latency_sum_micros) as f64 / 1e6
+        ));
+        out
+    }
+
+    fn observe(&self, seconds: f64) {
+        for (le, count) in LATENCY_BUCKETS.iter().zip(&self.latency) {
+            if seconds <= *le {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_micros
+            .fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
+    }
+}
+
 #[derive(Clone)]
 struct Ingest {
     store: Arc<Store>,
     slots: Arc<Semaphore>,
+    max_body_bytes: usize,
+    metrics: Arc<Metrics>,
 }
 
-/// The ingest routes over `store`.
-pub fn router(store: Arc<Store>, limits: Limits) -> Router {
+/// The ingest routes over `store`, counting into `metrics`.
+pub fn router(store: Arc<Store>, limits: Limits, metrics: Arc<Metrics>) -> Router {
     let state = Ingest {
         store,
         slots: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+        max_body_bytes: limits.max_body_bytes,
+        metrics,
     };
     Router::new()
         .route("/v1/events", post(events))
@@ -75,7 +174,7 @@ pub fn router(store: Arc<Store>, limits: Limits) -> Router {
         .route("/v1/k8s/audit", post(k8s_audit))
         .route("/v1/webhooks/flux", post(flux))
         .route("/v1/webhooks/argocd", post(argocd))
-        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(DefaultBodyLimit::disable())
         .with_state(state)
 }
 
@@ -89,7 +188,7 @@ struct Params {
 
 type QueryParams = Result<Query<Params>, axum::extract::rejection::QueryRejection>;
 
-async fn events(State(s): State<Ingest>, q: QueryParams, body: Bytes) -> Response {
+async fn events(State(s): State<Ingest>, q: QueryParams, body: Body) -> Response {
     ingest(s, Format::Envelope, "/v1/events", q, body).await
 }
 
@@ -97,7 +196,7 @@ async fn any_format(
     State(s): State<Ingest>,
     Path(format): Path<String>,
     q: QueryParams,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     match format.parse::<Format>() {
         Ok(f) => ingest(s, f, "/v1/ingest", q, body).await,
@@ -105,16 +204,25 @@ async fn any_format(
     }
 }
 
-async fn k8s_audit(State(s): State<Ingest>, q: QueryParams, body: Bytes) -> Response {
+async fn k8s_audit(State(s): State<Ingest>, q: QueryParams, body: Body) -> Response {
     ingest(s, Format::K8sAudit, "/v1/k8s/audit", q, body).await
 }
 
-async fn flux(State(s): State<Ingest>, q: QueryParams, body: Bytes) -> Response {
+async fn flux(State(s): State<Ingest>, q: QueryParams, body: Body) -> Response {
     ingest(s, Format::Flux, "/v1/webhooks/flux", q, body).await
 }
 
-async fn argocd(State(s): State<Ingest>, q: QueryParams, body: Bytes) -> Response {
+async fn argocd(State(s): State<Ingest>, q: QueryParams, body: Body) -> Response {
     ingest(s, Format::ArgoCd, "/v1/webhooks/argocd", q, body).await
+}
+
+/// Decrements the in-flight gauge when a request ends, however it ends.
+struct InFlight(Arc<Metrics>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn error(status: StatusCode, reason: String) -> Response {
@@ -133,7 +241,7 @@ impl Observer for FirstRejection {
     }
 }
 
-async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bytes) -> Response {
+async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Body) -> Response {
     let Ok(Query(params)) = q else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -149,13 +257,37 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: By
         Some(Ok(t)) => Some(t),
         None => None,
     };
+    // The slot is taken before the body is read, so a slow sender holds it
+    // too: memory is bounded by slots × body limit.
     let Ok(permit) = s.slots.clone().try_acquire_owned() else {
+        s.metrics.refused.fetch_add(1, Ordering::Relaxed);
         return (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, "1")],
             Json(json!({"error": "ingest is at capacity; retry later"})),
         )
             .into_response();
+    };
+    s.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+    let _gauge = InFlight(s.metrics.clone());
+    let started = std::time::Instant::now();
+    let body = match axum::body::to_bytes(body, s.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) if e.to_string().contains("length limit") => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the body is over {} bytes (--max-body-bytes)",
+                    s.max_body_bytes
+                ),
+            )
+        }
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body: {e}"),
+            )
+        }
     };
     let name = format!("http:{route}");
     let options = Options {
@@ -174,6 +306,12 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: By
     .await;
     match result {
         Ok(Ok((summary, first))) => {
+            let m = &s.metrics;
+            m.appended.fetch_add(summary.appended, Ordering::Relaxed);
+            m.duplicates
+                .fetch_add(summary.duplicates, Ordering::Relaxed);
+            m.rejected.fetch_add(summary.rejected, Ordering::Relaxed);
+            m.observe(started.elapsed().as_secs_f64());
             let counts = json!({"appended": summary.appended, "duplicates": summary.duplicates,
                                 "rejected": summary.rejected});
             if summary.appended + summary.duplicates == 0 && summary.rejected > 0 {
