@@ -244,6 +244,9 @@ pub struct ServeArgs {
     /// Ingest requests handled at once (429 with Retry-After above).
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_in_flight: usize,
+    /// First create the ledger if needed, load the bundled examples and print the objects live now.
+    #[arg(long)]
+    pub demo: bool,
 }
 
 #[derive(Debug, Args)]

@@ -265,3 +265,37 @@ fn a_saturated_ingest_queue_answers_429_and_metrics_count_it() {
     assert_eq!(metric(&addr, "annal_ingest_commit_seconds_count"), 1);
     assert_eq!(request(&addr, "GET", "/readyz", None, "").0, 200);
 }
+
+#[test]
+fn serve_demo_starts_a_newcomer_with_the_examples_and_an_api() {
+    let l = Ledger::empty();
+    let mut child = Killed(
+        l.command(&["serve", "--demo", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut log = BufReader::new(child.0.stderr.take().unwrap());
+    let mut addr = None;
+    for _ in 0..10 {
+        let mut line = String::new();
+        if log.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("http://").nth(1) {
+            addr = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    let addr = addr.expect("serve --demo printed no address");
+    let (status, r) = request(
+        &addr,
+        "GET",
+        "/v1/inventory?at=2026-11-01T10:30:00Z",
+        None,
+        "",
+    );
+    assert_eq!(status, 200, "{r}");
+    assert!(body_json(&r).as_array().unwrap().len() > 3, "{r}");
+}

@@ -40,7 +40,12 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),
         Command::Sql(args) => sql::run(open(data)?, &args, &printer),
-        Command::Serve(args) => serve::run(open(data)?, &args),
+        Command::Serve(args) => {
+            if args.demo {
+                demo::run(data, &printer)?;
+            }
+            serve::run(open(data)?, &args)
+        }
         Command::Export(sub) => export::run(open(data)?, sub, &printer),
         Command::TakeoverPlan(args) => takeover::run(&open(data)?, &args, &printer),
         Command::PrunePlan(args) => prune::run(&open(data)?, &args, &printer),
