@@ -8,6 +8,7 @@
 //!   tree "log"                committed in one atomic batch per commit:
 //!     'I' ‖ id                envelope id → u64be index (idempotency)
 //!     'M' ‖ name              meta: size, recorded_at, checkpoint
+//!     'O' ‖ source ‖ 0 ‖ partition  next offset to consume (Kafka), u64be
 //!   tree "quarantine"         rejected input, keyed by content hash
 //!   tree "idx.*"              derived indexes (caches, rebuilt by `annal reindex`)
 //! DATA/versions/<n>/          object version index files (derived, see versions/)
@@ -25,6 +26,23 @@ pub(crate) const ID_PREFIX: &[u8] = b"I";
 pub(crate) const META_SIZE: &[u8] = b"Msize";
 pub(crate) const META_RECORDED_AT: &[u8] = b"Mrecorded_at";
 pub(crate) const META_CHECKPOINT: &[u8] = b"Mcheckpoint";
+pub(crate) const OFFSET_PREFIX: u8 = b'O';
+
+/// `'O' ‖ source ‖ 0x00 ‖ partition (i32be)`.
+pub(crate) fn offset_key(source: &str, partition: i32) -> Vec<u8> {
+    let mut k = offset_prefix(source);
+    k.extend_from_slice(&partition.to_be_bytes());
+    k
+}
+
+/// `'O' ‖ source ‖ 0x00`: every partition of one source.
+pub(crate) fn offset_prefix(source: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(source.len() + 6);
+    k.push(OFFSET_PREFIX);
+    k.extend_from_slice(source.as_bytes());
+    k.push(0);
+    k
+}
 
 /// Paths inside a data directory.
 #[derive(Clone, Debug)]

@@ -65,6 +65,20 @@ pub struct AppendOutcome {
     pub size: u64,
 }
 
+/// How far a stream source has been consumed: the next offset to read of
+/// one partition. Written in the same atomic batch as the leaves its
+/// messages produced, so a restart resumes exactly after the last
+/// committed message (no loss, no duplicate leaf).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceOffset {
+    /// The source, e.g. `kafka:<group>:<topic>`.
+    pub source: String,
+    /// Partition number.
+    pub partition: i32,
+    /// The next offset to consume.
+    pub next: u64,
+}
+
 /// What `init` created.
 #[derive(Clone, Debug)]
 pub struct InitReport {
@@ -199,6 +213,18 @@ impl Store {
     /// [`Store::append`] for events whose canonical bytes were computed
     /// already (on another thread).
     pub fn append_prepared(&self, events: Vec<PreparedEvent>) -> Result<AppendOutcome, StoreError> {
+        self.append_consumed(events, &[])
+    }
+
+    /// [`Store::append_prepared`], recording in the same commit how far
+    /// stream sources were consumed. Offsets only move forward: an older
+    /// one (a partition re-read after a rebalance) is ignored. A batch of
+    /// nothing but duplicates still records its offsets.
+    pub fn append_consumed(
+        &self,
+        events: Vec<PreparedEvent>,
+        offsets: &[SourceOffset],
+    ) -> Result<AppendOutcome, StoreError> {
         let mut w = self.lock();
         if let Some(reason) = &w.refused {
             return Err(StoreError::WritesRefused(reason.clone()));
@@ -232,14 +258,28 @@ impl Store {
             ids.push(prepared.id);
             facts.push(prepared.facts);
         }
+        let mut offset_batch = sled::Batch::default();
+        let mut moved = false;
+        for o in offsets {
+            let key = layout::offset_key(&o.source, o.partition);
+            let stored = self.log.get(&key)?.and_then(|v| layout::u64_value(&v));
+            if stored.is_none_or(|s| s < o.next) {
+                offset_batch.insert(key, &o.next.to_be_bytes());
+                moved = true;
+            }
+        }
         if ids.is_empty() {
+            if moved {
+                self.log.apply_batch(offset_batch)?;
+                self.db.flush()?;
+            }
             return Ok(AppendOutcome {
                 appended: 0,
                 duplicates,
                 size: first,
             });
         }
-        let result = self.commit(&mut w, first, recorded_at, &leaves, &ids);
+        let result = self.commit(&mut w, first, recorded_at, &leaves, &ids, offset_batch);
         if result.is_err() {
             // Whatever was half written is cut back to the committed size
             // when the file writers are next resumed.
@@ -267,9 +307,11 @@ impl Store {
         recorded_at: Timestamp,
         leaves: &[Vec<u8>],
         ids: &[String],
+        offsets: sled::Batch,
     ) -> Result<u64, StoreError> {
         let frontier = self.write_files(w, first, leaves)?;
-        let mut batch = sled::Batch::default();
+        // The consumed offsets are part of the commit's atomic batch.
+        let mut batch = offsets;
         for (index, id) in (first..).zip(ids) {
             batch.insert(layout::id_key(id), &index.to_be_bytes());
         }
@@ -517,6 +559,28 @@ impl Store {
             }
         }
         Ok(lo)
+    }
+
+    /// The next offset to consume of each partition of `source`, as the
+    /// last commit recorded it (see [`SourceOffset`]).
+    pub fn source_offsets(
+        &self,
+        source: &str,
+    ) -> Result<std::collections::BTreeMap<i32, u64>, StoreError> {
+        let prefix = layout::offset_prefix(source);
+        let mut out = std::collections::BTreeMap::new();
+        for kv in self.log.scan_prefix(&prefix) {
+            let (k, v) = kv?;
+            let partition = k
+                .get(prefix.len()..)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(i32::from_be_bytes)
+                .ok_or_else(|| StoreError::Corrupt("bad source offset key".into()))?;
+            let next = layout::u64_value(&v)
+                .ok_or_else(|| StoreError::Corrupt("bad source offset value".into()))?;
+            out.insert(partition, next);
+        }
+        Ok(out)
     }
 
     /// Flushes everything (quarantine writes included) to disk.

@@ -450,3 +450,48 @@ fn updates_that_change_only_the_resource_version_share_one_details_record() {
         .collect();
     assert_eq!(rvs, ["100", "101", "102", "103", "104", "007"]);
 }
+
+#[test]
+fn consumed_offsets_commit_with_their_leaves_survive_reopen_and_never_go_back() {
+    use crate::{PreparedEvent, SourceOffset};
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/offsets").unwrap();
+    let source = "kafka:annal:events";
+    let at = |partition, next| SourceOffset {
+        source: source.into(),
+        partition,
+        next,
+    };
+    let prepared = |ids: &[&str]| {
+        ids.iter()
+            .map(|id| PreparedEvent::new(&event(id, "c1", 0)).unwrap())
+            .collect::<Vec<_>>()
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.source_offsets(source).unwrap().is_empty());
+        let out = store
+            .append_consumed(prepared(&["a", "b"]), &[at(0, 2), at(1, 7)])
+            .unwrap();
+        assert_eq!(out.appended, 2);
+        // Re-delivered messages: duplicates only, yet the offset moves on.
+        let out = store
+            .append_consumed(prepared(&["b"]), &[at(1, 8)])
+            .unwrap();
+        assert_eq!((out.appended, out.duplicates), (0, 1));
+        // An older offset (a partition re-read after a rebalance) is ignored.
+        store
+            .append_consumed(prepared(&["c"]), &[at(0, 1)])
+            .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.source_offsets(source).unwrap(),
+        [(0, 2), (1, 8)].into_iter().collect()
+    );
+    assert!(store
+        .source_offsets("kafka:other:events")
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.size(), 3);
+}
