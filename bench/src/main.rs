@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod http_load;
 mod inventory;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -85,6 +86,25 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Concurrent HTTP clients posting envelope batches to a running `annal serve`.
+    HttpLoad {
+        /// Server address (host:port).
+        #[arg(long)]
+        addr: String,
+        /// Bearer token with the ingest role.
+        #[arg(long)]
+        token: String,
+        #[arg(long, default_value_t = 64)]
+        clients: usize,
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Envelopes per request.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// Results (JSON).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Per-stage CPU cost of ingest on a JSONL file of envelopes (µs/event).
     Stages {
         /// Envelope JSONL file.
@@ -116,6 +136,22 @@ fn main() -> anyhow::Result<()> {
             w.flush()?;
         }
         Command::Stages { input } => stages(&input)?,
+        Command::HttpLoad {
+            addr,
+            token,
+            clients,
+            seconds,
+            batch,
+            out,
+        } => {
+            let load = http_load::run(&addr, &token, clients.max(1), seconds, batch.max(1))?;
+            eprintln!(
+                "{} clients, {:.1}s: {} requests, {} events acknowledged ({:.0} events/s), p50 {:.1} ms, p99 {:.1} ms, {} refused (429), {} errors",
+                load.clients, load.seconds, load.requests, load.acknowledged_events, load.events_per_second,
+                load.p50_ms, load.p99_ms, load.refused_429, load.errors
+            );
+            std::fs::write(&out, serde_json::to_string_pretty(&load)?)?;
+        }
         Command::Inventory {
             data,
             clusters,
