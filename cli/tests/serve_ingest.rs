@@ -64,10 +64,12 @@ fn serve(l: &Ledger, extra: &[&str]) -> (Killed, String) {
             .spawn()
             .unwrap(),
     );
+    let mut log = BufReader::new(child.0.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.0.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    log.read_line(&mut line).unwrap();
+    // Keep reading the server's stderr, so its last words on shutdown do
+    // not meet a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
     let addr = line
         .split("http://")
         .nth(1)
@@ -298,4 +300,43 @@ fn serve_demo_starts_a_newcomer_with_the_examples_and_an_api() {
     );
     assert_eq!(status, 200, "{r}");
     assert!(body_json(&r).as_array().unwrap().len() > 3, "{r}");
+}
+
+#[test]
+fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
+    let l = Ledger::new();
+    let (mut server, addr) = serve(&l, &[]);
+    let body = envelopes("drain", 5);
+    let (head, tail) = body.split_at(10);
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    write!(
+        slow,
+        "POST /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {INGEST}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+        body.len()
+    )
+    .unwrap();
+    slow.flush().unwrap();
+    let started = std::time::Instant::now();
+    while metric(&addr, "annal_ingest_queue_depth") != 1 {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the request never started"
+        );
+        std::thread::yield_now();
+    }
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // The rest of the body arrives after SIGTERM: the request still commits
+    // and is answered, then the server exits cleanly.
+    slow.write_all(tail.as_bytes()).unwrap();
+    let mut response = String::new();
+    slow.read_to_string(&mut response).unwrap();
+    assert_eq!(&response[9..12], "200", "{response}");
+    assert_eq!(body_json(&response)["appended"], 5);
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(l.size(), 5, "the acknowledged events are in the ledger");
 }

@@ -26,6 +26,15 @@
 //! problem; a failing store is 500 without details (they go to stderr).
 //! Authentication and roles wrap this router where it is served.
 
+/// A line on stderr that never panics: a server whose stderr was closed
+/// (its parent went away) must keep serving and shut down cleanly.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::sync::Arc;
 
 use annal_schemas::Timestamp;
@@ -86,7 +95,7 @@ impl IntoResponse for ApiError {
                 (StatusCode::BAD_REQUEST, Json(json!({"error": reason}))).into_response()
             }
             ApiError::Internal(detail) => {
-                eprintln!("annal: internal error: {detail}");
+                log!("annal: internal error: {detail}");
                 (
                     StatusCode::INTERNAL_SERVER_ERROR,
                     Json(json!({"error": "internal error (see the server log)"})),

@@ -5,6 +5,15 @@
 //! of the right role ([`crate::auth`]); without, the server refuses any
 //! address but loopback and says so.
 
+/// A line on stderr that never panics: a server whose stderr was closed
+/// (its parent went away) must keep serving and shut down cleanly.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::sync::Arc;
 
 use annal_store::Store;
@@ -60,16 +69,16 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         }
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
-        eprintln!(
+        log!(
             "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
         );
         if args.tokens.is_none() {
-            eprintln!("annal: no --tokens: serving without authentication, on loopback only");
+            log!("annal: no --tokens: serving without authentication, on loopback only");
         }
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown())
             .await?;
-        eprintln!("annal: stopped");
+        log!("annal: stopped");
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(Exit::Ok)

@@ -21,6 +21,15 @@
 //! Every route takes `cluster=` (for inputs that do not name one) and
 //! `time=` (valid time for inputs that carry none).
 
+/// A line on stderr that never panics: a server whose stderr was closed
+/// (its parent went away) must keep serving and shut down cleanly.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -322,7 +331,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
             (StatusCode::OK, Json(counts)).into_response()
         }
         Ok(Err(e)) => {
-            eprintln!("annal: ingest failed: {e}");
+            log!("annal: ingest failed: {e}");
             error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "ingest failed (see the server log)".into(),
