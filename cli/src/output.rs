@@ -128,6 +128,31 @@ impl Printer {
         }
     }
 
+    /// One JSON document: `value` with `extra` top-level fields added (a
+    /// recovery gate's verdict).
+    pub fn document(
+        &self,
+        value: &impl serde::Serialize,
+        extra: &[(&str, Value)],
+    ) -> io::Result<()> {
+        let mut doc = serde_json::to_value(value).map_err(io::Error::other)?;
+        if let Value::Object(map) = &mut doc {
+            for (k, v) in extra {
+                map.insert(k.to_string(), v.clone());
+            }
+        }
+        self.record(&doc, "")
+    }
+
+    /// A heading before a command's tables: `### title` and `text` in
+    /// markdown, `text` alone in table output, nothing in JSON and CSV.
+    pub fn heading(&self, title: &str, text: &str) -> io::Result<()> {
+        match self.format {
+            OutputFormat::Markdown => self.prose(&format!("### {title}\n\n{text}")),
+            _ => self.prose(text),
+        }
+    }
+
     /// Prints a line of prose in table and markdown output (a heading or a
     /// verdict); JSON and CSV stay one document.
     pub fn prose(&self, text: &str) -> io::Result<()> {

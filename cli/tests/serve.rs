@@ -21,16 +21,6 @@ fn http(addr: &str, request: &str) -> (u16, String) {
     (status, body)
 }
 
-/// A child process killed when the test ends, even by a panic.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn serve_answers_sql_and_inventory_over_loopback_and_stops_on_sigterm() {
     let l = Ledger::new();

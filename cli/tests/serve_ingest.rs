@@ -10,15 +10,6 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 const INGEST: &str = "ingest-0123456789abcdef";
 const READ: &str = "read-0123456789abcdef";
 

@@ -118,3 +118,13 @@ pub fn counts(doc: &serde_json::Value) -> serde_json::Value {
         "rejected": doc["rejected"],
     })
 }
+
+/// A child process killed when the test ends, even by a panic.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

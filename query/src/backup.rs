@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use annal_schemas::data::{AppDeclared, ControlplaneBackup};
 use annal_schemas::{EventType, Timestamp};
-use annal_store::{ScanKey, Store};
+use annal_store::Store;
 use serde::Serialize;
 
 use crate::inventory::AsOf;
@@ -62,13 +62,9 @@ pub struct Flag {
 
 /// Compares `exported` with the ledger at `as_of`.
 pub fn check(store: &Store, exported: &[Exported], as_of: &AsOf) -> Result<Report, QueryError> {
-    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
     let mut ledger_apps: BTreeSet<String> = BTreeSet::new();
-    for entry in store.scan(ScanKey::Type(EventType::AppDeclared.as_str()), None, until) {
+    for entry in as_of.events(store, EventType::AppDeclared, None) {
         let entry = entry?;
-        if entry.index >= as_of.known_below {
-            continue;
-        }
         if let Ok(d) = serde_json::from_value::<AppDeclared>(entry.event.data) {
             if d.app.starts_with("argocd:") {
                 ledger_apps.insert(d.app);
@@ -76,15 +72,8 @@ pub fn check(store: &Store, exported: &[Exported], as_of: &AsOf) -> Result<Repor
         }
     }
     let mut previous: Option<((Timestamp, u64), BTreeMap<String, u64>)> = None;
-    for entry in store.scan(
-        ScanKey::Type(EventType::ControlplaneBackup.as_str()),
-        None,
-        until,
-    ) {
+    for entry in as_of.events(store, EventType::ControlplaneBackup, None) {
         let entry = entry?;
-        if entry.index >= as_of.known_below {
-            continue;
-        }
         if let Ok(b) = serde_json::from_value::<ControlplaneBackup>(entry.event.data) {
             let order = (entry.event.time, entry.index);
             if previous.as_ref().is_none_or(|(o, _)| *o < order) {

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use annal_schemas::data::{AuditRequest, ClusterCredential, ControlplaneFenced};
 use annal_schemas::{Envelope, EventType, Timestamp};
-use annal_store::{ScanKey, Store};
+use annal_store::Store;
 use serde::Serialize;
 
 use crate::inventory::AsOf;
@@ -88,22 +88,15 @@ const NOT_WRITES: [EventType; 3] = [
 
 /// Checks the fence of `request.controller` up to `as_of`.
 pub fn check(store: &Store, request: &Request, as_of: &AsOf) -> Result<Report, QueryError> {
-    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
-    let known = |e: &annal_store::Entry| e.index < as_of.known_below;
-
     let mut principals: BTreeSet<String> = request.principals.iter().cloned().collect();
     let mut fence_credentials: BTreeSet<String> = BTreeSet::new();
     let mut fenced_at: Option<Timestamp> = None;
-    for entry in store.scan(
-        ScanKey::Type(EventType::ControlplaneFenced.as_str()),
-        None,
-        until,
-    ) {
+    for entry in as_of.events(store, EventType::ControlplaneFenced, None) {
         let entry = entry?;
         let Ok(f) = serde_json::from_value::<ControlplaneFenced>(entry.event.data.clone()) else {
             continue;
         };
-        if !known(&entry) || f.controller != request.controller {
+        if f.controller != request.controller {
             continue;
         }
         principals.extend(f.principal);
@@ -120,16 +113,9 @@ pub fn check(store: &Store, request: &Request, as_of: &AsOf) -> Result<Report, Q
     // Credentials: issued (to its principals, or named by the fence) and
     // every revocation.
     let mut revoked: BTreeMap<String, Timestamp> = BTreeMap::new();
-    for entry in store.scan(
-        ScanKey::Type(EventType::ClusterCredentialRevoked.as_str()),
-        None,
-        until,
-    ) {
+    for entry in as_of.events(store, EventType::ClusterCredentialRevoked, None) {
         let entry = entry?;
-        if let (true, Ok(c)) = (
-            known(&entry),
-            serde_json::from_value::<ClusterCredential>(entry.event.data.clone()),
-        ) {
+        if let Ok(c) = serde_json::from_value::<ClusterCredential>(entry.event.data.clone()) {
             let t = entry.event.time;
             revoked
                 .entry(c.fingerprint)
@@ -151,18 +137,12 @@ pub fn check(store: &Store, request: &Request, as_of: &AsOf) -> Result<Report, Q
             )
         })
         .collect();
-    for entry in store.scan(
-        ScanKey::Type(EventType::ClusterCredentialIssued.as_str()),
-        None,
-        until,
-    ) {
+    for entry in as_of.events(store, EventType::ClusterCredentialIssued, None) {
         let entry = entry?;
         let Ok(c) = serde_json::from_value::<ClusterCredential>(entry.event.data.clone()) else {
             continue;
         };
-        if known(&entry)
-            && (principals.contains(&c.principal) || fence_credentials.contains(&c.fingerprint))
-        {
+        if principals.contains(&c.principal) || fence_credentials.contains(&c.fingerprint) {
             credentials.insert(
                 c.fingerprint.clone(),
                 Credential {
@@ -199,11 +179,8 @@ pub fn check(store: &Store, request: &Request, as_of: &AsOf) -> Result<Report, Q
         if NOT_WRITES.contains(&t) {
             continue;
         }
-        for entry in store.scan(ScanKey::Type(t.as_str()), Some(from), until) {
+        for entry in as_of.events(store, t, Some(from)) {
             let entry = entry?;
-            if !known(&entry) {
-                continue;
-            }
             let e = &entry.event;
             let Some(actor) = &e.actor else { continue };
             let violation = |code, detail| Violation {

@@ -17,7 +17,7 @@ use annal_schemas::data::AppInventory;
 use annal_schemas::ownership::{self, Claim, Marker};
 use annal_schemas::{EventType, Timestamp};
 use annal_store::versions::{ClusterVersions, ObjectName, VersionRow};
-use annal_store::{ScanKey, Store};
+use annal_store::{Entry, ScanKey, Store, StoreError};
 
 use crate::QueryError;
 
@@ -56,6 +56,22 @@ impl AsOf {
             known_at,
             known_below,
         })
+    }
+
+    /// The events of type `t` this question can see: valid time from
+    /// `from` (when given) up to and including the instant asked, recorded
+    /// by `known_at`. Read through the type index.
+    pub fn events<'a>(
+        &self,
+        store: &'a Store,
+        t: EventType,
+        from: Option<Timestamp>,
+    ) -> impl Iterator<Item = Result<Entry, StoreError>> + 'a {
+        let until = Timestamp::from_unix_micros(self.valid.unix_micros().saturating_add(1));
+        let known_below = self.known_below;
+        store
+            .scan(ScanKey::Type(t.as_str()), from, until)
+            .filter(move |e| e.as_ref().map_or(true, |e| e.index < known_below))
     }
 }
 
@@ -146,13 +162,9 @@ impl Listings {
     /// The latest `app.inventory` of each (cluster, app) at or before
     /// `as_of` (by valid time, then log index).
     pub fn at(store: &Store, as_of: &AsOf) -> Result<Listings, QueryError> {
-        let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
         let mut latest: HashMap<(String, String), (Timestamp, u64, AppInventory)> = HashMap::new();
-        for entry in store.scan(ScanKey::Type(EventType::AppInventory.as_str()), None, until) {
+        for entry in as_of.events(store, EventType::AppInventory, None) {
             let entry = entry?;
-            if entry.index >= as_of.known_below {
-                continue;
-            }
             let Some(cluster) = entry.event.cluster.clone() else {
                 continue;
             };

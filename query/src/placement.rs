@@ -85,23 +85,7 @@ impl fmt::Display for Selector {
 
 impl Term {
     fn holds(&self, c: &ClusterVersion) -> bool {
-        (field(c, &self.key).as_deref() == Some(self.value.as_str())) == self.equal
-    }
-}
-
-fn field(c: &ClusterVersion, key: &str) -> Option<String> {
-    match key {
-        "cluster" | "id" => Some(c.cluster.clone()),
-        "display_name" => c.display_name.clone(),
-        "environment" => c.environment.clone(),
-        "region" => c.region.clone(),
-        "fault_domain" => c.fault_domain.clone(),
-        "tenant" => c.tenant.clone(),
-        "compliance" => c.compliance.clone(),
-        "owner" => c.owner.clone(),
-        "lifecycle" => c.lifecycle.clone(),
-        "state" => c.state.clone(),
-        other => c.attributes.get(other).cloned(),
+        (c.field(&self.key) == Some(self.value.as_str())) == self.equal
     }
 }
 

@@ -56,6 +56,28 @@ pub struct ClusterVersion {
     pub index: u64,
 }
 
+impl ClusterVersion {
+    /// A registry field by name (`environment`, `region`, `fault_domain`,
+    /// `tenant`, `compliance`, `owner`, `lifecycle`, `state`,
+    /// `display_name`, `cluster`), else a key of `attributes`: what
+    /// selectors and cohorts read.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        match key {
+            "cluster" | "id" => Some(self.cluster.as_str()),
+            "display_name" => self.display_name.as_deref(),
+            "environment" => self.environment.as_deref(),
+            "region" => self.region.as_deref(),
+            "fault_domain" => self.fault_domain.as_deref(),
+            "tenant" => self.tenant.as_deref(),
+            "compliance" => self.compliance.as_deref(),
+            "owner" => self.owner.as_deref(),
+            "lifecycle" => self.lifecycle.as_deref(),
+            "state" => self.state.as_deref(),
+            other => self.attributes.get(other).map(String::as_str),
+        }
+    }
+}
+
 /// Every registry version of every cluster (or of `cluster`), among the
 /// first `known_below` entries.
 pub fn versions(

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use annal_schemas::data::{AppDeclared, AppSync, SyncPhase};
 use annal_schemas::{EventType, Timestamp};
-use annal_store::{ScanKey, Store};
+use annal_store::Store;
 use serde::Serialize;
 
 use crate::inventory::AsOf;
@@ -91,16 +91,12 @@ struct Sync {
 }
 
 fn syncs(store: &Store, as_of: &AsOf) -> Result<Vec<Sync>, QueryError> {
-    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
     let mut out = Vec::new();
-    for entry in store.scan(ScanKey::Type(EventType::AppSync.as_str()), None, until) {
+    for entry in as_of.events(store, EventType::AppSync, None) {
         let entry = entry?;
         let Some(cluster) = entry.event.cluster.clone() else {
             continue;
         };
-        if entry.index >= as_of.known_below {
-            continue;
-        }
         if let Ok(data) = serde_json::from_value::<AppSync>(entry.event.data) {
             if !data.dry_run {
                 out.push(Sync {
@@ -131,12 +127,8 @@ pub fn status(
         .filter(|s| wanted(&s.data.app))
         .map(|s| (s.data.app.clone(), s.cluster.clone()))
         .collect();
-    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
-    for entry in store.scan(ScanKey::Type(EventType::AppDeclared.as_str()), None, until) {
+    for entry in as_of.events(store, EventType::AppDeclared, None) {
         let entry = entry?;
-        if entry.index >= as_of.known_below {
-            continue;
-        }
         if let Ok(d) = serde_json::from_value::<AppDeclared>(entry.event.data.clone()) {
             let cluster = d
                 .destination
@@ -150,13 +142,7 @@ pub fn status(
     let cohort_of: HashMap<String, String> = registry::at(store, None, as_of)?
         .into_iter()
         .filter_map(|c| {
-            let v = match cohort_attribute {
-                "environment" => c.environment.clone(),
-                "region" => c.region.clone(),
-                "fault_domain" => c.fault_domain.clone(),
-                "tenant" => c.tenant.clone(),
-                other => c.attributes.get(other).cloned(),
-            }?;
+            let v = c.field(cohort_attribute)?.to_string();
             Some((c.cluster, v))
         })
         .collect();

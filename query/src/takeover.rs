@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use annal_schemas::data::AppInventory;
 use annal_schemas::{EventType, Timestamp};
 use annal_store::versions::ObjectName;
-use annal_store::{ScanKey, Store};
+use annal_store::Store;
 use serde::Serialize;
 
 use crate::inventory::{self, AsOf, InventoryRow, Listings, Order};
@@ -364,12 +364,8 @@ fn expected_objects(
     // the latest of any.
     type Latest = Option<((Timestamp, u64), AppInventory)>;
     let mut chosen: HashMap<(String, String), (Latest, Latest)> = HashMap::new();
-    let until = Timestamp::from_unix_micros(as_of.valid.unix_micros().saturating_add(1));
-    for entry in store.scan(ScanKey::Type(EventType::AppInventory.as_str()), None, until) {
+    for entry in as_of.events(store, EventType::AppInventory, None) {
         let entry = entry?;
-        if entry.index >= as_of.known_below {
-            continue;
-        }
         let Some(cluster) = entry.event.cluster.clone() else {
             continue;
         };

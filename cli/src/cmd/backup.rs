@@ -6,7 +6,7 @@ use annal_query::backup::{self, Report};
 use annal_query::inventory::AsOf;
 use annal_schemas::Timestamp;
 use annal_store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::args::{BackupCheckArgs, BackupCommand};
 use crate::exit::{Exit, UsageError};
@@ -36,11 +36,7 @@ fn check(store: &Store, args: &BackupCheckArgs, printer: &Printer) -> anyhow::Re
 
 fn print(r: &Report, printer: &Printer) -> anyhow::Result<()> {
     if printer.format == OutputFormat::Json {
-        let mut doc = serde_json::to_value(r)?;
-        if let Value::Object(map) = &mut doc {
-            map.insert("needs_approval".into(), json!(!r.flags.is_empty()));
-        }
-        printer.record(&doc, "")?;
+        printer.document(r, &[("needs_approval", json!(!r.flags.is_empty()))])?;
         return Ok(());
     }
     let verdict = if r.flags.is_empty() {
@@ -56,11 +52,7 @@ fn print(r: &Report, printer: &Printer) -> anyhow::Result<()> {
         )
     };
     let heading = format!("Backup check against the ledger at {}: {verdict}\n", r.at);
-    if printer.format == OutputFormat::Markdown {
-        printer.prose(&format!("### annal backup check\n\n{heading}"))?;
-    } else {
-        printer.prose(&heading)?;
-    }
+    printer.heading("annal backup check", &heading)?;
     let mut table = Table::new(&["kind", "in_export", "in_previous_backup"]);
     let mut kinds: std::collections::BTreeSet<&String> = r.export_counts.keys().collect();
     if let Some(p) = &r.previous_counts {

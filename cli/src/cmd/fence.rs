@@ -5,7 +5,7 @@ use annal_query::fence::{self, Report, Request};
 use annal_query::inventory::AsOf;
 use annal_schemas::Timestamp;
 use annal_store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::args::{FenceCheckArgs, FenceCommand};
 use crate::exit::{Exit, UsageError};
@@ -43,11 +43,7 @@ fn print(r: &Report, printer: &Printer) -> anyhow::Result<()> {
         format!("broken: {} violations", r.violations.len())
     };
     if printer.format == OutputFormat::Json {
-        let mut doc = serde_json::to_value(r)?;
-        if let Value::Object(map) = &mut doc {
-            map.insert("holds".into(), json!(r.violations.is_empty()));
-        }
-        printer.record(&doc, "")?;
+        printer.document(r, &[("holds", json!(r.violations.is_empty()))])?;
         return Ok(());
     }
     let heading = format!(
@@ -60,11 +56,7 @@ fn print(r: &Report, printer: &Printer) -> anyhow::Result<()> {
             r.principals.join(", ")
         }
     );
-    if printer.format == OutputFormat::Markdown {
-        printer.prose(&format!("### annal fence check\n\n{heading}"))?;
-    } else {
-        printer.prose(&heading)?;
-    }
+    printer.heading("annal fence check", &heading)?;
     let mut table = Table::new(&["code", "index", "time", "cluster", "detail"]);
     for v in &r.violations {
         table.push(vec![

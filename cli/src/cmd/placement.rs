@@ -5,7 +5,7 @@ use annal_query::inventory::AsOf;
 use annal_query::placement::{self, Diff, Selector, Side};
 use annal_schemas::Timestamp;
 use annal_store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::args::{PlacementCommand, PlacementDiffArgs};
 use crate::exit::{Exit, UsageError};
@@ -52,12 +52,13 @@ fn print(d: &Diff, flags: &[String], printer: &Printer) -> anyhow::Result<()> {
         format!("needs approval: {}", flags.join("; "))
     };
     if printer.format == OutputFormat::Json {
-        let mut doc = serde_json::to_value(d)?;
-        if let Value::Object(map) = &mut doc {
-            map.insert("needs_approval".into(), json!(!flags.is_empty()));
-            map.insert("flags".into(), json!(flags));
-        }
-        printer.record(&doc, "")?;
+        printer.document(
+            d,
+            &[
+                ("needs_approval", json!(!flags.is_empty())),
+                ("flags", json!(flags)),
+            ],
+        )?;
         return Ok(());
     }
     let heading = format!(
@@ -68,11 +69,7 @@ fn print(d: &Diff, flags: &[String], printer: &Printer) -> anyhow::Result<()> {
         d.added.len(),
         d.removed.len()
     );
-    if printer.format == OutputFormat::Markdown {
-        printer.prose(&format!("### annal placement diff\n\n{heading}"))?;
-    } else {
-        printer.prose(&heading)?;
-    }
+    printer.heading("annal placement diff", &heading)?;
     let mut table = Table::new(&["cluster", "change"]);
     for c in &d.candidates {
         let change = if d.added.contains(c) { "added" } else { "kept" };

@@ -58,11 +58,7 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
     );
     match printer.format {
         OutputFormat::Json => {
-            let mut doc = serde_json::to_value(plan)?;
-            if let Value::Object(map) = &mut doc {
-                map.insert("needs_approval".into(), json!(approval));
-            }
-            printer.record(&doc, "")?;
+            printer.document(plan, &[("needs_approval", json!(approval))])?;
             return Ok(());
         }
         OutputFormat::Markdown => printer.prose(&format!(

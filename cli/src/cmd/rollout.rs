@@ -28,19 +28,13 @@ fn status(store: &Store, args: &RolloutStatusArgs, printer: &Printer) -> anyhow:
     )?;
     let failed: u64 = s.cohorts.iter().map(|c| c.failed).sum();
     if printer.format == OutputFormat::Json {
-        let mut doc = serde_json::to_value(&s)?;
-        doc["needs_approval"] = json!(failed > 0);
-        printer.record(&doc, "")?;
+        printer.document(&s, &[("needs_approval", json!(failed > 0))])?;
     } else {
         let heading = format!(
             "Rollout of {} at {} by {}: {} failed\n",
             s.revision, s.at, s.cohort_attribute, failed
         );
-        if printer.format == OutputFormat::Markdown {
-            printer.prose(&format!("### annal rollout status\n\n{heading}"))?;
-        } else {
-            printer.prose(&heading)?;
-        }
+        printer.heading("annal rollout status", &heading)?;
         let mut table = Table::new(&[
             "cohort",
             "candidates",

@@ -64,12 +64,13 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
         .collect();
     match printer.format {
         OutputFormat::Json => {
-            let mut doc = serde_json::to_value(plan)?;
-            if let Value::Object(map) = &mut doc {
-                map.insert("needs_approval".into(), json!(approval));
-                map.insert("verdict".into(), json!(verdict));
-            }
-            printer.record(&doc, "")?;
+            printer.document(
+                plan,
+                &[
+                    ("needs_approval", json!(approval)),
+                    ("verdict", json!(verdict)),
+                ],
+            )?;
             return Ok(());
         }
         OutputFormat::Markdown => {
