@@ -4,6 +4,9 @@
 # two independent checks in Python: a ledger's Merkle root recomputed from its
 # leaf files, and the JSON Schema against the examples.
 #
+# The Kafka tests run against a real broker: Tansu, installed by
+# scripts/tansu.sh (once; about 8 minutes) and started by the tests.
+#
 # Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+step "Kafka-protocol broker for the Kafka tests (Tansu, installed once outside the clone)"
+ANNAL_TANSU=$(bash scripts/tansu.sh)
+export ANNAL_TANSU ANNAL_REQUIRE_KAFKA=1
+echo "$ANNAL_TANSU"
 
 step "cargo test"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$work/cargo-test.log"

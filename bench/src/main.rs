@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod http_load;
 mod inventory;
+mod kafka_produce;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -105,6 +106,24 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The `envelopes` stream produced to a Kafka topic, round robin over its partitions.
+    KafkaProduce {
+        /// Bootstrap servers.
+        #[arg(long)]
+        brokers: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long, default_value_t = 3)]
+        partitions: i32,
+        #[arg(long, default_value_t = 1_000_000)]
+        count: u64,
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        #[arg(long, default_value_t = 100)]
+        clusters: u32,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// Per-stage CPU cost of ingest on a JSONL file of envelopes (µs/event).
     Stages {
         /// Envelope JSONL file.
@@ -136,6 +155,24 @@ fn main() -> anyhow::Result<()> {
             w.flush()?;
         }
         Command::Stages { input } => stages(&input)?,
+        Command::KafkaProduce {
+            brokers,
+            topic,
+            partitions,
+            count,
+            size,
+            clusters,
+            seed,
+        } => {
+            let started = std::time::Instant::now();
+            let mut lines = kafka_produce::Lines::new(&brokers, &topic, partitions)?;
+            envelopes(&mut lines, count, size, clusters.max(1), seed)?;
+            let sent = lines.finish()?;
+            eprintln!(
+                "produced {sent} envelopes to {topic} in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
         Command::HttpLoad {
             addr,
             token,

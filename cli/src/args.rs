@@ -247,6 +247,18 @@ pub struct ServeArgs {
     /// First create the ledger if needed, load the bundled examples and print the objects live now.
     #[arg(long)]
     pub demo: bool,
+    /// Kafka bootstrap servers (HOST:PORT,...): also consume the --kafka-topic topics into the ledger.
+    #[arg(long, value_name = "HOSTS", requires = "kafka_topic")]
+    pub kafka_brokers: Option<String>,
+    /// A topic to consume, NAME[=FORMAT][,cluster=ID] (repeatable; FORMAT as for ingest --format, default envelope).
+    #[arg(long = "kafka-topic", value_name = "TOPIC", requires = "kafka_brokers", value_parser = parse_topic)]
+    pub kafka_topic: Vec<annal_ingest::sources::kafka::Topic>,
+    /// Kafka consumer group (its offsets are kept in the ledger, and committed to the group too).
+    #[arg(long, value_name = "GROUP", default_value = "annal")]
+    pub kafka_group: String,
+    /// A further librdkafka setting KEY=VALUE (repeatable), e.g. security.protocol=sasl_plaintext.
+    #[arg(long = "kafka-option", value_name = "KEY=VALUE", value_parser = parse_setting)]
+    pub kafka_option: Vec<(String, String)>,
 }
 
 #[derive(Debug, Args)]
@@ -439,6 +451,17 @@ fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
 fn parse_format(s: &str) -> Result<annal_ingest::Format, String> {
     s.parse()
         .map_err(|e: annal_ingest::formats::UnknownFormat| e.to_string())
+}
+
+fn parse_topic(s: &str) -> Result<annal_ingest::sources::kafka::Topic, String> {
+    s.parse()
+}
+
+fn parse_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("{s:?}: expected KEY=VALUE")),
+    }
 }
 
 fn parse_event_type(s: &str) -> Result<annal_schemas::EventType, String> {

@@ -6,6 +6,7 @@ mod crash;
 mod drill;
 mod gates;
 mod ingest;
+mod kafka;
 mod prune;
 mod redaction;
 mod serve;

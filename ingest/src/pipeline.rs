@@ -341,11 +341,29 @@ pub struct Decoded {
 
 /// Frames and decodes `bytes` as `format` would be ingested.
 pub fn decode_bytes(format: Format, name: &str, bytes: &[u8], options: &Options) -> Decoded {
+    decode_input(
+        format,
+        name,
+        bytes,
+        options.time.unwrap_or_else(Timestamp::now),
+        options,
+    )
+}
+
+/// [`decode_bytes`] for an input whose own time (a Kafka message's
+/// timestamp) is the valid time of last resort, as a file's mtime is.
+pub fn decode_input(
+    format: Format,
+    name: &str,
+    bytes: &[u8],
+    input_time: Timestamp,
+    options: &Options,
+) -> Decoded {
     let mut out = Decoded::default();
     let Ok((syntax, framer)) = frame(format, bytes, options.stream_lists_over) else {
         return out;
     };
-    let mut ctx = options.context(name, options.time.unwrap_or_else(Timestamp::now));
+    let mut ctx = options.context(name, input_time);
     for framed in framer.map_while(Result::ok) {
         decode_framed(format, framed, syntax, &mut ctx, &mut out);
     }

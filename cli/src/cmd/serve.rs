@@ -16,6 +16,7 @@ macro_rules! log {
 
 use std::sync::Arc;
 
+use annal_ingest::sources::kafka;
 use annal_store::Store;
 use axum::routing::get;
 
@@ -39,53 +40,98 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        let store = Arc::new(store);
-        let limits = annal_ingest::sources::http::Limits {
-            max_body_bytes: args.max_body_bytes,
-            max_in_flight: args.max_in_flight,
-        };
-        let metrics = Arc::new(annal_ingest::sources::http::Metrics::default());
-        let exposition = metrics.clone();
-        let mut app = annal_query::http::router(store.clone())
-            .merge(annal_ingest::sources::http::router(store, limits, metrics))
-            .route("/healthz", get(|| async { "ok\n" }))
-            // The store is open and recovered before the listener binds.
-            .route("/readyz", get(|| async { "ready\n" }))
-            .route(
-                "/metrics",
-                get(move || {
-                    let m = exposition.clone();
-                    async move {
-                        (
-                            [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-                            m.render(),
-                        )
-                    }
-                }),
-            );
-        if let Some(tokens) = tokens {
-            app = app.layer(axum::middleware::from_fn_with_state(tokens, crate::auth::check));
-        }
-        let listener = tokio::net::TcpListener::bind(args.listen).await?;
-        let addr = listener.local_addr()?;
-        log!(
-            "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
+    let store = Arc::new(store);
+    let limits = annal_ingest::sources::http::Limits {
+        max_body_bytes: args.max_body_bytes,
+        max_in_flight: args.max_in_flight,
+    };
+    let metrics = Arc::new(annal_ingest::sources::http::Metrics::default());
+    let kafka_metrics = args
+        .kafka_brokers
+        .as_ref()
+        .map(|_| Arc::new(annal_ingest::sources::kafka::Metrics::default()));
+    let (exposition, kafka_exposition) = (metrics.clone(), kafka_metrics.clone());
+    let mut app = annal_query::http::router(store.clone())
+        .merge(annal_ingest::sources::http::router(
+            store.clone(),
+            limits,
+            metrics,
+        ))
+        .route("/healthz", get(|| async { "ok\n" }))
+        // The store is open and recovered before the listener binds.
+        .route("/readyz", get(|| async { "ready\n" }))
+        .route(
+            "/metrics",
+            get(move || {
+                let mut text = exposition.render();
+                if let Some(k) = &kafka_exposition {
+                    text.push_str(&k.render());
+                }
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4",
+                        )],
+                        text,
+                    )
+                }
+            }),
         );
-        if args.tokens.is_none() {
-            log!("annal: no --tokens: serving without authentication, on loopback only");
+    if let Some(tokens) = tokens {
+        app = app.layer(axum::middleware::from_fn_with_state(
+            tokens,
+            crate::auth::check,
+        ));
+    }
+    let listener = runtime.block_on(tokio::net::TcpListener::bind(args.listen))?;
+    let addr = listener.local_addr()?;
+    log!(
+        "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
+    );
+    if args.tokens.is_none() {
+        log!("annal: no --tokens: serving without authentication, on loopback only");
+    }
+    // The Kafka consumer runs on a thread of its own. If it stops by itself
+    // (the store refused a batch) the server stops too, so that a
+    // supervisor restarts it rather than it serving a ledger gone stale.
+    let consumer_ended = Arc::new(tokio::sync::Notify::new());
+    let kafka = match (&args.kafka_brokers, kafka_metrics) {
+        (Some(brokers), Some(kafka_metrics)) => {
+            let mut config =
+                kafka::Config::new(brokers, &args.kafka_group, args.kafka_topic.clone());
+            config.settings = args.kafka_option.clone();
+            let ended = consumer_ended.clone();
+            let running = kafka::start(store, config, kafka_metrics, move || ended.notify_one())?;
+            let topics: Vec<String> = args
+                .kafka_topic
+                .iter()
+                .map(|t| format!("{} ({})", t.name, t.format.name()))
+                .collect();
+            log!(
+                "annal: consuming Kafka {brokers} as group {}: {}",
+                args.kafka_group,
+                topics.join(", ")
+            );
+            Some(running)
         }
+        _ => None,
+    };
+    let serving = runtime.block_on(async {
         axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown())
-            .await?;
-        log!("annal: stopped");
-        Ok::<_, anyhow::Error>(())
-    })?;
+            .with_graceful_shutdown(shutdown(consumer_ended))
+            .await
+    });
+    // Commits the consumer's pending batch and leaves the group.
+    let consumed = kafka.map(|k| k.stop()).unwrap_or(Ok(()));
+    serving?;
+    consumed?;
+    log!("annal: stopped");
     Ok(Exit::Ok)
 }
 
-/// Ctrl-C or SIGTERM.
-async fn shutdown() {
+/// Ctrl-C, SIGTERM, or the Kafka consumer ending by itself.
+async fn shutdown(consumer_ended: Arc<tokio::sync::Notify>) {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut s) => {
@@ -97,5 +143,6 @@ async fn shutdown() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
+        _ = consumer_ended.notified() => {}
     }
 }

@@ -3,5 +3,6 @@
 
 mod file;
 pub mod http;
+pub mod kafka;
 
 pub use file::Input;

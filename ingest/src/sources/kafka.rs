@@ -1,0 +1,684 @@
+//! Kafka: a consumer-group source whose offsets live in the ledger.
+//!
+//! Each group commit on the store carries, in the same atomic sled batch
+//! as its leaves, the next offset of every partition it consumed
+//! ([`Store::append_consumed`]). The ledger, not the broker, is the truth
+//! about how far a partition was read: on assignment the consumer starts at
+//! the offset the ledger recorded, so a crash between reading and
+//! committing re-reads exactly the uncommitted messages, and a crash after
+//! committing re-reads none. Nothing is lost and nothing is read twice.
+//!
+//! The offsets are also committed to the group on the broker, after the
+//! ledger commit, for two readers: other instances of the group (each with
+//! its own ledger) that take over a partition, and operators watching the
+//! group's lag with Kafka's own tools. On assignment the consumer starts at
+//! the later of the two, so a partition moved between instances by a
+//! rebalance is continued, not restarted. Before a partition is revoked the
+//! pending batch is committed (ledger, then broker, synchronously), so the
+//! next owner starts exactly where this one stopped.
+//!
+//! A message is one input, framed and decoded like a file by the topic's
+//! format; its timestamp is the valid time of last resort. Records that do
+//! not decode are quarantined under the source name
+//! `kafka:TOPIC[PARTITION]@OFFSET` and the partition goes on.
+
+/// A line on stderr that never panics (see `sources::http`).
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use annal_schemas::Timestamp;
+use annal_store::{PreparedEvent, Rejection, SourceOffset, Store, StoreError};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+
+use crate::pipeline::{self, Options};
+use crate::Format;
+
+/// What to consume and how.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// The consumer group.
+    pub group: String,
+    /// Topics, each with its format.
+    pub topics: Vec<Topic>,
+    /// Further librdkafka settings (`security.protocol`, `sasl.*`, ...).
+    pub settings: Vec<(String, String)>,
+    /// Envelopes per group commit.
+    pub batch_size: usize,
+    /// How long a message may wait for its batch to fill.
+    pub linger: Duration,
+}
+
+impl Config {
+    /// A configuration with the default batch size and linger.
+    pub fn new(brokers: &str, group: &str, topics: Vec<Topic>) -> Config {
+        Config {
+            brokers: brokers.to_string(),
+            group: group.to_string(),
+            topics,
+            settings: Vec::new(),
+            batch_size: pipeline::default_batch_size(),
+            linger: Duration::from_millis(100),
+        }
+    }
+}
+
+/// One topic: `NAME[=FORMAT][,cluster=ID]` on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topic {
+    /// Topic name.
+    pub name: String,
+    /// How its messages decode (default: envelopes).
+    pub format: Format,
+    /// Cluster of messages that do not name one (audit events, objects).
+    pub cluster: Option<String>,
+}
+
+impl FromStr for Topic {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Topic, String> {
+        let (head, cluster) = match s.split_once(",cluster=") {
+            Some((head, id)) if !id.is_empty() => (head, Some(id.to_string())),
+            Some(_) => return Err(format!("{s:?}: cluster= needs an id")),
+            None => (s, None),
+        };
+        let (name, format) = match head.split_once('=') {
+            Some((name, format)) => (name, format.parse::<Format>().map_err(|e| e.to_string())?),
+            None => (head, Format::Envelope),
+        };
+        let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if name.is_empty() || name.len() > 249 || !name.chars().all(legal) {
+            return Err(format!(
+                "{name:?} is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)"
+            ));
+        }
+        Ok(Topic {
+            name: name.to_string(),
+            format,
+            cluster,
+        })
+    }
+}
+
+/// Errors that stop the consumer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The Kafka client could not be created or subscribe.
+    #[error("kafka: {0}")]
+    Client(#[from] KafkaError),
+    /// The store failed or refused a batch.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The consumer thread could not start.
+    #[error("kafka: cannot start the consumer thread: {0}")]
+    Thread(std::io::Error),
+    /// The consumer thread panicked.
+    #[error("kafka: the consumer thread panicked")]
+    Panicked,
+}
+
+/// Counters of the Kafka source, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    messages: AtomicU64,
+    appended: AtomicU64,
+    duplicates: AtomicU64,
+    rejected: AtomicU64,
+    batches: AtomicU64,
+    skipped_offsets: AtomicU64,
+    /// Per (topic, partition): the broker's high watermark (from the
+    /// client's statistics) and the next offset the ledger holds.
+    partitions: Mutex<BTreeMap<(String, i32), Position>>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Position {
+    high: Option<i64>,
+    next: Option<i64>,
+    assigned: bool,
+}
+
+impl Metrics {
+    /// Messages consumed (each one committed to the ledger).
+    pub fn messages(&self) -> u64 {
+        self.messages.load(Ordering::Relaxed)
+    }
+
+    /// Consumer lag per assigned partition: the broker's high watermark
+    /// minus the next offset the ledger holds (or the whole partition when
+    /// nothing was committed yet).
+    pub fn lag(&self) -> BTreeMap<(String, i32), u64> {
+        lock(&self.partitions)
+            .iter()
+            .filter(|(_, p)| p.assigned)
+            .filter_map(|(k, p)| {
+                let high = p.high?;
+                Some((k.clone(), (high - p.next.unwrap_or(0)).max(0) as u64))
+            })
+            .collect()
+    }
+
+    /// Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = String::new();
+        for (name, help, value) in [
+            (
+                "annal_kafka_messages_total",
+                "Kafka messages consumed and committed to the ledger.",
+                get(&self.messages),
+            ),
+            (
+                "annal_kafka_appended_total",
+                "Envelopes appended from Kafka.",
+                get(&self.appended),
+            ),
+            (
+                "annal_kafka_duplicates_total",
+                "Envelopes from Kafka already stored.",
+                get(&self.duplicates),
+            ),
+            (
+                "annal_kafka_rejected_total",
+                "Kafka records rejected and quarantined.",
+                get(&self.rejected),
+            ),
+            (
+                "annal_kafka_batches_total",
+                "Group commits of Kafka input.",
+                get(&self.batches),
+            ),
+            (
+                "annal_kafka_skipped_offsets_total",
+                "Offsets the broker did not deliver (compaction, transaction markers, or lost by the broker).",
+                get(&self.skipped_offsets),
+            ),
+        ] {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+            ));
+        }
+        out.push_str("# HELP annal_kafka_consumer_lag Messages on the broker not yet in the ledger, per assigned partition.\n");
+        out.push_str("# TYPE annal_kafka_consumer_lag gauge\n");
+        for ((topic, partition), lag) in self.lag() {
+            out.push_str(&format!(
+                "annal_kafka_consumer_lag{{topic=\"{topic}\",partition=\"{partition}\"}} {lag}\n"
+            ));
+        }
+        out
+    }
+
+    fn position(&self, topic: &str, partition: i32, f: impl FnOnce(&mut Position)) {
+        f(lock(&self.partitions)
+            .entry((topic.to_string(), partition))
+            .or_default());
+    }
+}
+
+/// A running consumer.
+pub struct Running {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Result<(), Error>>,
+}
+
+impl Running {
+    /// Whether the consumer stopped (on an error: see [`Running::stop`]).
+    pub fn finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Commits what was read, leaves the group, and returns how the
+    /// consumer ended.
+    pub fn stop(self) -> Result<(), Error> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or(Err(Error::Panicked))
+    }
+}
+
+/// Subscribes and consumes on a thread of its own until stopped. Calls
+/// `on_exit` when the consumer ends by itself (a store or client error).
+pub fn start(
+    store: Arc<Store>,
+    config: Config,
+    metrics: Arc<Metrics>,
+    on_exit: impl FnOnce() + Send + 'static,
+) -> Result<Running, Error> {
+    let consumer = consumer(store, &config, metrics)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("kafka".into())
+        .spawn(move || {
+            let result = consume(&consumer, &config, &flag);
+            if let Err(e) = &result {
+                log!("annal: kafka consumer stopped: {e}");
+            }
+            // Dropping the consumer leaves the group; the revocation it
+            // triggers commits anything still pending.
+            drop(consumer);
+            if !flag.load(Ordering::Relaxed) {
+                on_exit();
+            }
+            result
+        })
+        .map_err(Error::Thread)?;
+    Ok(Running { stop, thread })
+}
+
+/// The source name of a topic's offsets in the ledger.
+pub fn offsets_source(group: &str, topic: &str) -> String {
+    format!("kafka:{group}:{topic}")
+}
+
+fn consumer(
+    store: Arc<Store>,
+    config: &Config,
+    metrics: Arc<Metrics>,
+) -> Result<BaseConsumer<Source>, Error> {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", &config.brokers)
+        .set("group.id", &config.group)
+        .set("client.id", "annal")
+        // The ledger decides what was consumed; the broker is told after.
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        // A member that died is replaced after 10 s rather than Kafka's
+        // 45 s default: a supervisor restarts annal well within that.
+        .set("session.timeout.ms", "10000")
+        .set("statistics.interval.ms", "1000");
+    for (key, value) in &config.settings {
+        client.set(key, value);
+    }
+    let source = Source {
+        store,
+        group: config.group.clone(),
+        topics: config.topics.clone(),
+        metrics,
+        pending: Mutex::new(Pending::default()),
+        read_to: Mutex::new(BTreeMap::new()),
+        failed: Mutex::new(None),
+    };
+    let consumer: BaseConsumer<Source> = client.create_with_context(source)?;
+    let names: Vec<&str> = config.topics.iter().map(|t| t.name.as_str()).collect();
+    consumer.subscribe(&names)?;
+    Ok(consumer)
+}
+
+/// The poll loop: decode each message into the pending batch, commit when
+/// it is full, when it is older than the linger, or when the stream pauses.
+fn consume(
+    consumer: &BaseConsumer<Source>,
+    config: &Config,
+    stop: &AtomicBool,
+) -> Result<(), Error> {
+    let source = consumer.context();
+    let batch_size = config.batch_size.max(1);
+    while !stop.load(Ordering::Relaxed) {
+        let polled = consumer.poll(Duration::from_millis(50));
+        let idle = polled.is_none();
+        source.check()?;
+        match polled {
+            Some(Ok(message)) => source.take(&message)?,
+            Some(Err(e)) => log!("annal: kafka: {e}"),
+            None => {}
+        }
+        let due = {
+            let p = lock(&source.pending);
+            p.messages > 0
+                && (idle
+                    || p.events.len() >= batch_size
+                    || p.started.is_some_and(|t| t.elapsed() >= config.linger))
+        };
+        if due {
+            source.commit(consumer, CommitMode::Async)?;
+        }
+    }
+    source.commit(consumer, CommitMode::Sync)
+}
+
+/// The consumer's context: decoding, the pending batch, and the rebalance
+/// protocol that keeps the ledger's offsets authoritative.
+struct Source {
+    store: Arc<Store>,
+    group: String,
+    topics: Vec<Topic>,
+    metrics: Arc<Metrics>,
+    pending: Mutex<Pending>,
+    /// Next offset to read per assigned partition: a message below it was
+    /// read already (the broker re-delivers after a fetch reset).
+    read_to: Mutex<BTreeMap<(String, i32), i64>>,
+    /// A store error met inside a rebalance callback, which cannot return
+    /// it; the poll loop does.
+    failed: Mutex<Option<StoreError>>,
+}
+
+/// Read but not yet committed.
+#[derive(Default)]
+struct Pending {
+    events: Vec<PreparedEvent>,
+    /// Next offset per (topic, partition).
+    next: BTreeMap<(String, i32), i64>,
+    messages: u64,
+    rejected: u64,
+    started: Option<Instant>,
+}
+
+impl Source {
+    fn check(&self) -> Result<(), Error> {
+        match lock(&self.failed).take() {
+            Some(e) => Err(Error::Store(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn topic(&self, name: &str) -> Option<&Topic> {
+        self.topics.iter().find(|t| t.name == name)
+    }
+
+    /// Decodes one message into the pending batch; its rejections go to
+    /// the quarantine (durable with the batch that records its offset).
+    fn take(&self, message: &rdkafka::message::BorrowedMessage<'_>) -> Result<(), Error> {
+        let (topic, partition, offset) = (message.topic(), message.partition(), message.offset());
+        let key = (topic.to_string(), partition);
+        {
+            let mut read_to = lock(&self.read_to);
+            match read_to.get(&key) {
+                Some(&next) if offset < next => return Ok(()), // read already
+                Some(&next) if offset > next => {
+                    // Compaction and transaction markers leave gaps; so does
+                    // a broker that loses records. Either way an auditor
+                    // must be able to see it.
+                    log!(
+                        "annal: kafka: {topic}[{partition}]: offsets {next}..{} were not delivered",
+                        offset - 1
+                    );
+                    self.metrics
+                        .skipped_offsets
+                        .fetch_add((offset - next) as u64, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+            read_to.insert(key.clone(), offset + 1);
+        }
+        let mut pending = lock(&self.pending);
+        pending.started.get_or_insert_with(Instant::now);
+        pending.messages += 1;
+        pending.next.insert(key, offset + 1);
+        let (Some(payload), Some(spec)) = (message.payload(), self.topic(topic)) else {
+            return Ok(()); // a tombstone: nothing to record
+        };
+        let name = format!("kafka:{topic}[{partition}]@{offset}");
+        let time = message
+            .timestamp()
+            .to_millis()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(Timestamp::from)
+            .unwrap_or_else(Timestamp::now);
+        let options = Options {
+            cluster: spec.cluster.clone(),
+            ..Options::default()
+        };
+        let decoded = pipeline::decode_input(spec.format, &name, payload, time, &options);
+        let quarantine = self.store.quarantine();
+        for r in &decoded.rejected {
+            quarantine.put(&Rejection {
+                source: &r.source,
+                line: r.line,
+                format: spec.format.name(),
+                reason: &r.reason,
+                raw: &r.raw,
+            })?;
+            log!("annal: kafka: rejected {r}");
+            pending.rejected += 1;
+        }
+        for event in &decoded.events {
+            match PreparedEvent::new(event) {
+                Ok(p) => pending.events.push(p),
+                Err(err) => {
+                    quarantine.put(&Rejection {
+                        source: &name,
+                        line: None,
+                        format: spec.format.name(),
+                        reason: &format!("cannot encode canonically: {err}"),
+                        raw: payload,
+                    })?;
+                    pending.rejected += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits the pending batch with its offsets to the ledger, then tells
+    /// the broker. A broker commit that fails is only logged: the ledger
+    /// holds the offsets, and the next commit carries newer ones.
+    fn commit(&self, consumer: &BaseConsumer<Source>, mode: CommitMode) -> Result<(), Error> {
+        let batch = std::mem::take(&mut *lock(&self.pending));
+        if batch.messages == 0 {
+            return Ok(());
+        }
+        let offsets: Vec<SourceOffset> = batch
+            .next
+            .iter()
+            .map(|((topic, partition), next)| SourceOffset {
+                source: offsets_source(&self.group, topic),
+                partition: *partition,
+                next: *next as u64,
+            })
+            .collect();
+        let outcome = self.store.append_consumed(batch.events, &offsets)?;
+        let m = &self.metrics;
+        m.messages.fetch_add(batch.messages, Ordering::Relaxed);
+        m.appended.fetch_add(outcome.appended, Ordering::Relaxed);
+        m.duplicates
+            .fetch_add(outcome.duplicates, Ordering::Relaxed);
+        m.rejected.fetch_add(batch.rejected, Ordering::Relaxed);
+        m.batches.fetch_add(1, Ordering::Relaxed);
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), next) in &batch.next {
+            m.position(topic, *partition, |p| p.next = Some(*next));
+            let _ = tpl.add_partition_offset(topic, *partition, Offset::Offset(*next));
+        }
+        if let Err(e) = consumer.commit(&tpl, mode) {
+            log!("annal: kafka: offsets committed to the ledger but not to the group: {e}");
+        }
+        Ok(())
+    }
+
+    /// Where each newly assigned partition starts: the later of the
+    /// ledger's offset and the group's, or the beginning.
+    fn starts(&self, consumer: &BaseConsumer<Source>, tpl: &mut TopicPartitionList) {
+        let group = consumer
+            .committed_offsets(tpl.clone(), Duration::from_secs(10))
+            .map(|c| c.to_topic_map())
+            .unwrap_or_default();
+        let mut ledger: BTreeMap<String, BTreeMap<i32, u64>> = BTreeMap::new();
+        for elem in tpl.elements() {
+            let topic = elem.topic().to_string();
+            if !ledger.contains_key(&topic) {
+                let offsets = self
+                    .store
+                    .source_offsets(&offsets_source(&self.group, &topic))
+                    .unwrap_or_default();
+                ledger.insert(topic.clone(), offsets);
+            }
+        }
+        let mut starts = Vec::new();
+        for elem in tpl.elements() {
+            let (topic, partition) = (elem.topic().to_string(), elem.partition());
+            let from_ledger = ledger
+                .get(&topic)
+                .and_then(|o| o.get(&partition))
+                .map(|&n| n as i64);
+            let from_group = match group.get(&(topic.clone(), partition)) {
+                Some(Offset::Offset(n)) => Some(*n),
+                _ => None,
+            };
+            let start = from_ledger.max(from_group);
+            let said = match (start, from_ledger == start) {
+                (None, _) => "the beginning".to_string(),
+                (Some(n), true) => format!("offset {n} (ledger)"),
+                (Some(n), false) => format!("offset {n} (group)"),
+            };
+            log!("annal: kafka: assigned {topic}[{partition}], from {said}");
+            starts.push((topic, partition, start));
+        }
+        let mut read_to = lock(&self.read_to);
+        for (topic, partition, start) in starts {
+            if let Some(n) = start {
+                let _ = tpl.set_partition_offset(&topic, partition, Offset::Offset(n));
+                read_to.insert((topic.clone(), partition), n);
+            }
+            self.metrics.position(&topic, partition, |p| {
+                p.assigned = true;
+                p.next = start;
+            });
+        }
+    }
+}
+
+impl ClientContext for Source {
+    fn stats_raw(&self, statistics: &[u8]) {
+        let Ok(stats) = serde_json::from_slice::<serde_json::Value>(statistics) else {
+            return;
+        };
+        let Some(topics) = stats.get("topics").and_then(|t| t.as_object()) else {
+            return;
+        };
+        for (topic, t) in topics {
+            let Some(partitions) = t.get("partitions").and_then(|p| p.as_object()) else {
+                continue;
+            };
+            for p in partitions.values() {
+                let partition = p.get("partition").and_then(|v| v.as_i64()).unwrap_or(-1);
+                let high = p.get("hi_offset").and_then(|v| v.as_i64()).unwrap_or(-1);
+                if partition >= 0 && high >= 0 {
+                    self.metrics
+                        .position(topic, partition as i32, |pos| pos.high = Some(high));
+                }
+            }
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        log!("annal: kafka: {error}: {reason}");
+    }
+}
+
+impl ConsumerContext for Source {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        let result = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                self.starts(consumer, tpl);
+                if cooperative {
+                    consumer.incremental_assign(tpl)
+                } else {
+                    consumer.assign(tpl)
+                }
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                // Whatever was read from these partitions is committed
+                // before another member may take them.
+                if let Err(Error::Store(e)) = self.commit(consumer, CommitMode::Sync) {
+                    *lock(&self.failed) = Some(e);
+                }
+                for elem in tpl.elements() {
+                    self.metrics
+                        .position(elem.topic(), elem.partition(), |p| p.assigned = false);
+                    lock(&self.read_to).remove(&(elem.topic().to_string(), elem.partition()));
+                }
+                if cooperative {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                }
+            }
+            other => {
+                log!("annal: kafka: rebalance failed: {other:?}");
+                consumer.unassign()
+            }
+        };
+        if let Err(e) = result {
+            log!("annal: kafka: rebalance: {e}");
+        }
+    }
+}
+
+/// Locks a mutex whose holder may have panicked: the counters and the
+/// pending batch stay usable (a panic mid-update loses at most the batch,
+/// which the ledger's offsets make the broker deliver again).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_parse_with_format_and_cluster() {
+        let t: Topic = "gitops.events".parse().unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.format, t.cluster),
+            ("gitops.events", Format::Envelope, None)
+        );
+        let t: Topic = "audit=k8s-audit,cluster=prod-eu".parse().unwrap();
+        assert_eq!(t.format, Format::K8sAudit);
+        assert_eq!(t.cluster.as_deref(), Some("prod-eu"));
+        assert!("audit=nope".parse::<Topic>().is_err());
+        assert!("a/b".parse::<Topic>().is_err());
+        assert!("".parse::<Topic>().is_err());
+        assert!("t,cluster=".parse::<Topic>().is_err());
+    }
+
+    #[test]
+    fn lag_is_high_watermark_minus_the_ledgers_next_offset() {
+        let m = Metrics::default();
+        m.position("t", 0, |p| {
+            p.assigned = true;
+            p.high = Some(100);
+            p.next = Some(40);
+        });
+        m.position("t", 1, |p| {
+            p.assigned = true;
+            p.high = Some(7);
+        });
+        m.position("t", 2, |p| p.high = Some(9)); // not ours
+        let lag = m.lag();
+        assert_eq!(lag.get(&("t".into(), 0)), Some(&60));
+        assert_eq!(lag.get(&("t".into(), 1)), Some(&7));
+        assert_eq!(lag.get(&("t".into(), 2)), None);
+        assert!(m
+            .render()
+            .contains("annal_kafka_consumer_lag{topic=\"t\",partition=\"0\"} 60\n"));
+    }
+}
