@@ -238,6 +238,12 @@ pub struct ServeArgs {
     /// Bearer tokens with roles, one `ROLE TOKEN` per line (roles: ingest, read, admin).
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM; needs --tls-key).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Largest ingest request body in bytes (413 above).
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_body_bytes: usize,

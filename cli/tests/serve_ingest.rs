@@ -331,3 +331,60 @@ fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
     assert!(status.success(), "{status:?}");
     assert_eq!(l.size(), 5, "the acknowledged events are in the ledger");
 }
+
+/// An Argo CD notifications webhook whose template renders the whole
+/// Application (`body: '{{toJson .app}}'`, as the README recommends).
+#[test]
+fn argocd_notification_webhooks_record_the_application_once() {
+    let l = Ledger::new();
+    let (_server, addr) = serve(&l, &[]);
+    let app = json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "shop", "namespace": "argocd"},
+        "spec": {
+            "project": "retail",
+            "destination": {"name": "prod-eu1", "namespace": "shop"},
+            "source": {"repoURL": "https://git.example.com/shop.git", "path": "deploy", "targetRevision": "main"}
+        },
+        "status": {
+            "sync": {"status": "Synced", "revision": "aaaa1111"},
+            "health": {"status": "Healthy"},
+            "operationState": {
+                "phase": "Succeeded",
+                "startedAt": "2026-11-01T10:59:00Z",
+                "finishedAt": "2026-11-01T10:59:30Z",
+                "operation": {"sync": {"revision": "aaaa1111"}},
+                "syncResult": {
+                    "revision": "aaaa1111",
+                    "resources": [{"group": "apps", "version": "v1", "kind": "Deployment",
+                                   "namespace": "shop", "name": "web", "status": "Synced",
+                                   "message": "deployment.apps/web configured"}]
+                }
+            }
+        }
+    })
+    .to_string();
+    let path = "/v1/webhooks/argocd?cluster=prod-eu1";
+    let (status, r) = request(&addr, "POST", path, Some(INGEST), &app);
+    assert_eq!(status, 200, "{r}");
+    let first = body_json(&r);
+    assert!(first["appended"].as_u64().unwrap() >= 1, "{first}");
+    assert_eq!(first["rejected"], 0);
+    // Argo CD re-sends on every trigger firing: nothing is stored twice.
+    let (_, r) = request(&addr, "POST", path, Some(INGEST), &app);
+    let again = body_json(&r);
+    assert_eq!(
+        (again["appended"].clone(), again["duplicates"].clone()),
+        (json!(0), first["appended"].clone())
+    );
+    let (status, r) = request(
+        &addr,
+        "POST",
+        "/v1/sql",
+        Some(READ),
+        "SELECT count(*) AS n FROM events WHERE type = 'app.sync'",
+    );
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(body_json(&r)["rows"][0]["n"], 1, "{r}");
+}

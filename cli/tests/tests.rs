@@ -14,3 +14,4 @@ mod serve_ingest;
 mod sql;
 mod takeover;
 mod tamper;
+mod tls;

@@ -3,7 +3,8 @@
 //! The read routes of `annal-query`, the ingest routes of `annal-ingest`
 //! and `/healthz`. With `--tokens` every `/v1/` route needs a bearer token
 //! of the right role ([`crate::auth`]); without, the server refuses any
-//! address but loopback and says so.
+//! address but loopback and says so. With `--tls-cert/--tls-key` it serves
+//! HTTPS (rustls); with `--kafka-brokers` it also consumes Kafka topics.
 
 /// A line on stderr that never panics: a server whose stderr was closed
 /// (its parent went away) must keep serving and shut down cleanly.
@@ -84,10 +85,15 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
             crate::auth::check,
         ));
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(runtime.block_on(tls_config(cert, key))?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let listener = runtime.block_on(tokio::net::TcpListener::bind(args.listen))?;
     let addr = listener.local_addr()?;
     log!(
-        "annal: serving on http://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
+        "annal: serving on {scheme}://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
     );
     if args.tokens.is_none() {
         log!("annal: no --tokens: serving without authentication, on loopback only");
@@ -118,9 +124,27 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         _ => None,
     };
     let serving = runtime.block_on(async {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown(consumer_ended))
-            .await
+        match tls {
+            None => {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown(consumer_ended))
+                    .await
+            }
+            Some(config) => {
+                let handle = axum_server::Handle::new();
+                let stopper = handle.clone();
+                tokio::spawn(async move {
+                    shutdown(consumer_ended).await;
+                    // Requests in flight finish (an ingest commits and is
+                    // answered); idle connections close.
+                    stopper.graceful_shutdown(Some(std::time::Duration::from_secs(30)));
+                });
+                axum_server::from_tcp_rustls(listener.into_std()?, config)
+                    .handle(handle)
+                    .serve(app.into_make_service())
+                    .await
+            }
+        }
     });
     // Commits the consumer's pending batch and leaves the group.
     let consumed = kafka.map(|k| k.stop()).unwrap_or(Ok(()));
@@ -128,6 +152,29 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
     consumed?;
     log!("annal: stopped");
     Ok(Exit::Ok)
+}
+
+/// The rustls server configuration from PEM files, with errors that name
+/// the file at fault.
+async fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<axum_server::tls_rustls::RustlsConfig, UsageError> {
+    // One process-wide provider; a second install (never here) is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| UsageError(format!("{}: {e}", path.display())))
+    };
+    let (cert_pem, key_pem) = (read(cert)?, read(key)?);
+    axum_server::tls_rustls::RustlsConfig::from_pem(cert_pem, key_pem)
+        .await
+        .map_err(|e| {
+            UsageError(format!(
+                "--tls-cert {} / --tls-key {}: {e}",
+                cert.display(),
+                key.display()
+            ))
+        })
 }
 
 /// Ctrl-C, SIGTERM, or the Kafka consumer ending by itself.

@@ -1,0 +1,152 @@
+//! `annal serve --tls-cert/--tls-key`: HTTPS over real loopback with a
+//! self-signed certificate, a client that trusts only that certificate,
+//! tokens checked inside TLS, and plain HTTP refused on the TLS port.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use rustls::pki_types::ServerName;
+
+use crate::util::*;
+
+const INGEST: &str = "ingest-0123456789abcdef";
+
+/// One HTTPS request to `addr`, trusting only `ca` (DER); returns the
+/// status and the body.
+fn https(
+    addr: &str,
+    ca: &[u8],
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.to_vec().into()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, TcpStream::connect(addr).unwrap());
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        tls,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    // A server may close without close_notify after `Connection: close`.
+    let _ = tls.read_to_string(&mut response);
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn serve_speaks_https_with_the_given_certificate_and_checks_tokens_inside_it() {
+    let l = Ledger::new();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = l.file("cert.pem", &certified.cert.pem());
+    let key = l.file("key.pem", &certified.key_pair.serialize_pem());
+    let tokens = l.file("tokens", &format!("ingest {INGEST}\n"));
+    let mut child = Killed(
+        l.command(&[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tokens",
+            path_str(&tokens),
+            "--tls-cert",
+            path_str(&cert),
+            "--tls-key",
+            path_str(&key),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    let mut log = BufReader::new(child.0.stderr.take().unwrap());
+    let mut line = String::new();
+    log.read_line(&mut line).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let addr = line
+        .split("https://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no https address in {line:?}"))
+        .to_string();
+    let ca = certified.cert.der().to_vec();
+
+    assert_eq!(https(&addr, &ca, "GET", "/healthz", None, "").0, 200);
+    assert_eq!(https(&addr, &ca, "POST", "/v1/events", None, "").0, 401);
+    let (status, body) = https(
+        &addr,
+        &ca,
+        "POST",
+        "/v1/events",
+        Some(INGEST),
+        &envelopes("tls", 3),
+    );
+    assert_eq!(status, 200, "{body}");
+    let counts: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(counts["appended"], 3);
+
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let mut plain = TcpStream::connect(&addr).unwrap();
+    write!(
+        plain,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(
+        !answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(child.0.wait().unwrap().success());
+    assert_eq!(l.size(), 3);
+}
+
+#[test]
+fn a_key_that_is_not_pem_is_a_usage_error_naming_the_files() {
+    let l = Ledger::new();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = l.file("cert.pem", &certified.cert.pem());
+    let key = l.file("key.pem", "not a key\n");
+    let out = l.run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        path_str(&cert),
+        "--tls-key",
+        path_str(&key),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("key.pem"), "{}", stderr(&out));
+}
