@@ -177,12 +177,7 @@ impl Consumer {
         );
         let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
         let first = lines.next().unwrap().unwrap();
-        let addr = first
-            .split("http://")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {first:?}"))
-            .to_string();
+        let addr = served_address(&first, "http");
         let log = Arc::new(Mutex::new(vec![first]));
         let sink = log.clone();
         std::thread::spawn(move || {

@@ -37,12 +37,7 @@ fn serve_answers_sql_and_inventory_over_loopback_and_stops_on_sigterm() {
     let mut server_log = BufReader::new(child.0.stderr.take().unwrap());
     let mut line = String::new();
     server_log.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let addr = served_address(&line, "http");
 
     let (status, body) = http(
         &addr,

@@ -61,12 +61,7 @@ fn serve(l: &Ledger, extra: &[&str]) -> (Killed, String) {
     // Keep reading the server's stderr, so its last words on shutdown do
     // not meet a closed pipe.
     std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let addr = served_address(&line, "http");
     (child, addr)
 }
 

@@ -86,12 +86,7 @@ fn serve_speaks_https_with_the_given_certificate_and_checks_tokens_inside_it() {
     let mut line = String::new();
     log.read_line(&mut line).unwrap();
     std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    let addr = line
-        .split("https://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no https address in {line:?}"))
-        .to_string();
+    let addr = served_address(&line, "https");
     let ca = certified.cert.der().to_vec();
 
     assert_eq!(https(&addr, &ca, "GET", "/healthz", None, "").0, 200);

@@ -105,6 +105,16 @@ pub fn envelopes(prefix: &str, n: u64) -> String {
     text
 }
 
+/// The address in `annal serve`'s first line ("serving on http://ADDR ..."
+/// or https://), which a test must read before it can connect.
+pub fn served_address(line: &str, scheme: &str) -> String {
+    line.split(&format!("{scheme}://"))
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no {scheme} address in {line:?}"))
+        .to_string()
+}
+
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
