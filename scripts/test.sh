@@ -30,6 +30,11 @@ ANNAL_TANSU=$(bash scripts/tansu.sh)
 export ANNAL_TANSU ANNAL_REQUIRE_KAFKA=1
 echo "$ANNAL_TANSU"
 
+step "Python modules for the independent verifiers (blake3, cryptography from PyPI)"
+python3 -c 'import blake3, cryptography' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check blake3 cryptography
+export ANNAL_REQUIRE_PYTHON=1
+
 step "cargo test"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$work/cargo-test.log"
 
@@ -42,7 +47,6 @@ annal="$target_dir/debug/annal"
 [ -x "$annal" ] || { echo "no $annal after cargo test" >&2; exit 1; }
 
 step "independent root check (Python, BLAKE3 from PyPI)"
-python3 -c 'import blake3' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check blake3
 "$annal" --data "$work/data" demo >/dev/null
 python3 examples/recompute_root.py "$work/data" > "$work/python-root"
 sed -n 2,3p "$work/data/checkpoint" > "$work/signed-root"

@@ -20,6 +20,8 @@ const AFTER_HELP: &str = "Getting started:
   annal ingest events.jsonl        append Envelope v1 events (JSONL or a JSON array; - for stdin)
   annal log --cluster prod-eu1-a   list events
   annal verify                     recompute every leaf and the root, check the signed checkpoint
+  annal verify --checkpoint saved.cp --key auditor.vkey
+                                   prove the log still extends a checkpoint you saved
 
 Exit codes: 0 ok, 1 failure or tampering, 2 usage or input error, 3 needs approval.";
 
@@ -58,6 +60,12 @@ pub enum Command {
     Status,
     /// Print the latest signed checkpoint (C2SP signed note).
     Checkpoint,
+    /// Inclusion and consistency proofs (RFC 6962/9162 over BLAKE3), as JSON with their signed checkpoint.
+    #[command(subcommand)]
+    Proof(ProofCommand),
+    /// The checkpoint signing key: show its public half, rotate it.
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// List events, by cluster, type and valid-time window.
     Log(LogArgs),
     /// The objects live at an instant, with owners, claims, conflicts and field managers.
@@ -313,9 +321,68 @@ pub struct IngestArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Verifier key file to check the checkpoint with (default: the ledger's own).
+    /// Verifier key file to check checkpoints with (default: the ledger's
+    /// own). Keys the log records rotating to from it are trusted too.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// A signed checkpoint saved earlier: prove the current log extends it
+    /// (a rewritten or forked history fails, even if re-signed).
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProofCommand {
+    /// The audit path of one entry to the root of a signed checkpoint.
+    Inclusion(InclusionArgs),
+    /// The hashes proving the log of one size is a prefix of a later one.
+    Consistency(ConsistencyArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("leaf").required(true).args(["index", "event_id"])))]
+pub struct InclusionArgs {
+    /// The entry's log index.
+    #[arg(long, value_name = "N")]
+    pub index: Option<u64>,
+    /// The entry's envelope id.
+    #[arg(long, value_name = "ID")]
+    pub event_id: Option<String>,
+    /// Prove against this saved checkpoint (default: the latest one).
+    #[arg(long, value_name = "FILE", conflicts_with = "size")]
+    pub checkpoint: Option<PathBuf>,
+    /// Prove against the tree of this many entries.
+    #[arg(long, value_name = "N")]
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("old").required(true).args(["from", "from_checkpoint"])))]
+pub struct ConsistencyArgs {
+    /// The older tree size.
+    #[arg(long, value_name = "SIZE")]
+    pub from: Option<u64>,
+    /// The older tree as a saved checkpoint.
+    #[arg(long, value_name = "FILE")]
+    pub from_checkpoint: Option<PathBuf>,
+    /// The newer tree size (default: the latest checkpoint's).
+    #[arg(long, value_name = "SIZE")]
+    pub to: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// The checkpoint verifier key (signed-note form), and the previous one during a rotation.
+    Show,
+    /// Start a new signing key; checkpoints carry both signatures during the window.
+    Rotate(RotateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RotateArgs {
+    /// How long the old key keeps co-signing (e.g. 7d, 12h, 30m, 0s).
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
+    pub window: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -449,6 +516,23 @@ pub enum QuarantineCommand {
 }
 
 /// RFC 3339, `now`, or `now-2h`-style offsets.
+/// `<n>s`, `<n>m`, `<n>h` or `<n>d`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?} is not a duration like 7d, 12h, 30m or 0s");
+    let (number, unit) = s.split_at(s.len().saturating_sub(1));
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(seconds)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(bad)
+}
+
 fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
     annal_schemas::Timestamp::parse_at(s, annal_schemas::Timestamp::now())
         .map_err(|e| e.to_string())

@@ -55,7 +55,19 @@ pub fn report(err: &anyhow::Error) -> Exit {
         c.is::<UsageError>()
             || matches!(
                 c.downcast_ref::<StoreError>(),
-                Some(StoreError::NotInitialized { .. } | StoreError::AlreadyInitialized { .. })
+                Some(
+                    StoreError::NotInitialized { .. }
+                        | StoreError::AlreadyInitialized { .. }
+                        | StoreError::Proof(_)
+                )
+            )
+            || matches!(
+                c.downcast_ref::<annal_query::QueryError>(),
+                Some(
+                    annal_query::QueryError::NotFound(_)
+                        | annal_query::QueryError::BadInput(_)
+                        | annal_query::QueryError::Store(StoreError::Proof(_))
+                )
             )
             || matches!(
                 c.downcast_ref::<annal_ingest::IngestError>(),

@@ -20,11 +20,13 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// A Tansu broker with in-memory storage, stopped when dropped.
+/// A Tansu broker with in-memory storage, stopped when dropped. Its group
+/// coordinator's log goes to a file that a failing test prints.
 struct Broker {
     _child: Killed,
     tansu: String,
     port: u16,
+    log: Arc<tempfile::NamedTempFile>,
 }
 
 impl Broker {
@@ -48,6 +50,7 @@ impl Broker {
             .unwrap()
             .port();
         let url = format!("tcp://127.0.0.1:{port}");
+        let log = tempfile::NamedTempFile::new().unwrap();
         let child = Killed(
             Command::new(&tansu)
                 .args([
@@ -57,9 +60,11 @@ impl Broker {
                     "--advertised-listener-url",
                     &url,
                 ])
-                .args(["--storage-engine", "memory://tansu/", "--silent"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .args(["--storage-engine", "memory://tansu/"])
+                .env("RUST_LOG", "tansu_broker::coordinator=info")
+                .env("NO_COLOR", "1")
+                .stdout(log.reopen().unwrap())
+                .stderr(log.reopen().unwrap())
                 .spawn()
                 .unwrap(),
         );
@@ -75,6 +80,7 @@ impl Broker {
             _child: child,
             tansu,
             port,
+            log: Arc::new(log),
         })
     }
 
@@ -131,6 +137,13 @@ impl Broker {
     }
 }
 
+/// The last 40 lines of a log file.
+fn tail(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
 /// Counts failed deliveries.
 struct Deliveries(Arc<AtomicU64>);
 
@@ -151,6 +164,7 @@ struct Consumer {
     child: Killed,
     addr: String,
     log: Arc<Mutex<Vec<String>>>,
+    broker_log: Arc<tempfile::NamedTempFile>,
 }
 
 impl Consumer {
@@ -169,6 +183,11 @@ impl Consumer {
                 // A SIGKILLed member's partitions are handed over after 6 s.
                 "--kafka-option",
                 "session.timeout.ms=6000",
+                // The rebalance timeout: a join or sync the broker never
+                // answers is retried after this (librdkafka's default is 5
+                // minutes, longer than the tests wait).
+                "--kafka-option",
+                "max.poll.interval.ms=20000",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -185,7 +204,12 @@ impl Consumer {
                 sink.lock().unwrap().push(line);
             }
         });
-        Consumer { child, addr, log }
+        Consumer {
+            child,
+            addr,
+            log,
+            broker_log: broker.log.clone(),
+        }
     }
 
     fn get(&self, path: &str) -> String {
@@ -220,9 +244,10 @@ impl Consumer {
         while !done(self) {
             assert!(
                 started.elapsed() < Duration::from_secs(180),
-                "timed out waiting for {what}; log:\n{}\nmetrics:\n{}",
+                "timed out waiting for {what}; log:\n{}\nmetrics:\n{}\nbroker log (tail):\n{}",
                 self.log.lock().unwrap().join("\n"),
-                self.get("/metrics")
+                self.get("/metrics"),
+                tail(self.broker_log.path())
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -290,7 +315,7 @@ fn sigkills_mid_consumption_lose_and_duplicate_nothing() {
         // Each run reads some of the stream (its own count: the ledger
         // grows across runs) and is killed while reading more.
         let stop_after = 8_000 + 1_500 * kill;
-        c.wait_for("consumption", |c| {
+        c.wait_for(&format!("consumption in run {kill}"), |c| {
             c.metric("annal_kafka_messages_total") >= stop_after
         });
         assert_eq!(

@@ -7,6 +7,7 @@ mod drill;
 mod gates;
 mod ingest;
 mod kafka;
+mod proofs;
 mod prune;
 mod redaction;
 mod serve;

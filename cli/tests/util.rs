@@ -28,7 +28,10 @@ impl Ledger {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_annal"));
+        // ANNAL_BIN runs a copy of the binary (to loop a test while the
+        // tree is being rebuilt).
+        let bin = std::env::var("ANNAL_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_annal").into());
+        let mut cmd = Command::new(bin);
         cmd.arg("--data").arg(self.data()).args(args);
         cmd.env_remove("ANNAL_DATA");
         cmd

@@ -19,6 +19,16 @@ pub enum QueryError {
         /// Why it is not a time.
         reason: String,
     },
+    /// What was asked for does not exist (an event id, an index).
+    #[error("{0}")]
+    NotFound(String),
+    /// An argument that does not parse (names what is wrong).
+    #[error("{0}")]
+    BadInput(String),
+    /// A checkpoint the caller holds disagrees with this log: the history
+    /// it was signed over was rewritten or forked.
+    #[error("{0}")]
+    Diverged(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -17,6 +17,10 @@
 //! - `POST /v1/backup/check?at=` with the export as a JSON array or `List`.
 //! - `GET /v1/rollout/status?revision=&app=&cohort_attribute=&at=` and
 //!   `GET /v1/rollout/regressions?since=&at=`.
+//! - `GET /v1/checkpoint`: the latest signed note, as text.
+//! - `GET /v1/proof/inclusion?index=N|event_id=ID[&size=N]` and
+//!   `GET /v1/proof/consistency?from=SIZE[&to=SIZE]`: the documents `annal
+//!   proof` prints (404 for an unknown id, 400 for a size past the log).
 //!
 //! Every recovery answer is the document its command prints with `-o json`
 //! (with `needs_approval`, or `holds` for the fence); the gate itself is the
@@ -49,7 +53,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::inventory::{self, AsOf};
-use crate::{backup, fence, placement, prune, rollout, takeover};
+use crate::{backup, fence, placement, proof, prune, rollout, takeover};
 use crate::{sql, QueryError};
 
 /// The media type of an Arrow IPC stream.
@@ -67,6 +71,9 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/v1/backup/check", post(backup_check))
         .route("/v1/rollout/status", get(rollout_status))
         .route("/v1/rollout/regressions", get(rollout_regressions))
+        .route("/v1/checkpoint", get(checkpoint))
+        .route("/v1/proof/inclusion", get(proof_inclusion))
+        .route("/v1/proof/consistency", get(proof_consistency))
         .with_state(store)
 }
 
@@ -75,6 +82,10 @@ pub fn router(store: Arc<Store>) -> Router {
 pub enum ApiError {
     /// The request is wrong: 400 with the reason.
     BadRequest(String),
+    /// What was asked for does not exist: 404 with the reason.
+    NotFound(String),
+    /// The caller's checkpoint disagrees with this log: 409 with the reason.
+    Conflict(String),
     /// The server failed: 500, details logged, not returned.
     Internal(String),
 }
@@ -82,7 +93,14 @@ pub enum ApiError {
 impl From<QueryError> for ApiError {
     fn from(e: QueryError) -> Self {
         match e {
-            QueryError::Sql(_) | QueryError::Time { .. } => ApiError::BadRequest(e.to_string()),
+            QueryError::Sql(_)
+            | QueryError::Time { .. }
+            | QueryError::BadInput(_)
+            | QueryError::Store(annal_store::StoreError::Proof(_)) => {
+                ApiError::BadRequest(e.to_string())
+            }
+            QueryError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            QueryError::Diverged(_) => ApiError::Conflict(e.to_string()),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -93,6 +111,12 @@ impl IntoResponse for ApiError {
         match self {
             ApiError::BadRequest(reason) => {
                 (StatusCode::BAD_REQUEST, Json(json!({"error": reason}))).into_response()
+            }
+            ApiError::NotFound(reason) => {
+                (StatusCode::NOT_FOUND, Json(json!({"error": reason}))).into_response()
+            }
+            ApiError::Conflict(reason) => {
+                (StatusCode::CONFLICT, Json(json!({"error": reason}))).into_response()
             }
             ApiError::Internal(detail) => {
                 log!("annal: internal error: {detail}");
@@ -558,6 +582,64 @@ async fn rollout_regressions(
     answer(move || {
         let found = rollout::regressions(&store, since, &AsOf::new(&store, at, known_at)?)?;
         Ok((found, vec![]))
+    })
+    .await
+}
+
+/// The latest signed checkpoint, as the note text (`text/plain`), so
+/// auditors can save it as is and later pass it to `annal verify
+/// --checkpoint` or `tools/verify_proof.py`.
+async fn checkpoint(State(store): State<Arc<Store>>) -> Response {
+    match store.status().checkpoint {
+        Some(note) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response(),
+        None => ApiError::NotFound("the ledger is empty: no checkpoint yet".into()).into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InclusionParams {
+    index: Option<u64>,
+    event_id: Option<String>,
+    size: Option<u64>,
+}
+
+/// `GET /v1/proof/inclusion?index=N|event_id=ID[&size=N]`.
+async fn proof_inclusion(
+    State(store): State<Arc<Store>>,
+    p: Params<InclusionParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let leaf = match (p.index, p.event_id) {
+        (Some(i), None) => proof::Leaf::Index(i),
+        (None, Some(id)) => proof::Leaf::EventId(id),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "give exactly one of index and event_id".into(),
+            ))
+        }
+    };
+    let against = p.size.map_or(proof::Against::Latest, proof::Against::Size);
+    answer(move || Ok((proof::inclusion(&store, &leaf, &against)?, vec![]))).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsistencyParams {
+    from: u64,
+    to: Option<u64>,
+}
+
+/// `GET /v1/proof/consistency?from=SIZE[&to=SIZE]`.
+async fn proof_consistency(
+    State(store): State<Arc<Store>>,
+    p: Params<ConsistencyParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let to = p.to.map_or(proof::Against::Latest, proof::Against::Size);
+    answer(move || {
+        let doc = proof::consistency(&store, &proof::Against::Size(p.from), &to)?;
+        Ok((doc, vec![]))
     })
     .await
 }

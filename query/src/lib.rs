@@ -20,6 +20,7 @@ pub mod inventory;
 pub mod live_object;
 pub mod managed_fields;
 pub mod placement;
+pub mod proof;
 pub mod prune;
 pub mod pushdown;
 pub mod registry;

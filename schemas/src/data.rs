@@ -451,6 +451,21 @@ pub struct ControlplaneBackup {
     pub counts: BTreeMap<String, u64>,
 }
 
+/// `ledger.key.rotated`: the checkpoint key changed. Checkpoints carry
+/// both keys' signatures until `previous_valid_until`; after it only the
+/// next key signs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerKeyRotated {
+    /// The log origin (both keys' name).
+    pub origin: String,
+    /// The key that signed until now, in signed-note verifier-key form.
+    pub previous_key: String,
+    /// The key that signs from now on.
+    pub next_key: String,
+    /// End of the previous key's validity (RFC 3339).
+    pub previous_valid_until: Timestamp,
+}
+
 /// `controller.metrics`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ControllerMetrics {
@@ -648,6 +663,7 @@ pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, 
         EventType::ControllerMetrics => check::<ControllerMetrics>(data),
         EventType::AuditRequest => check::<AuditRequest>(data),
         EventType::KubeEvent => check::<KubeEvent>(data),
+        EventType::LedgerKeyRotated => check::<LedgerKeyRotated>(data),
     }
 }
 

@@ -66,11 +66,15 @@ pub enum EventType {
     /// A Kubernetes Event (core/v1 or events.k8s.io/v1) about an object.
     #[serde(rename = "k8s.event")]
     KubeEvent,
+    /// The ledger's checkpoint key was rotated (written by `annal key
+    /// rotate`, so the key history is itself in the verified log).
+    #[serde(rename = "ledger.key.rotated")]
+    LedgerKeyRotated,
 }
 
 impl EventType {
     /// Every type, in declaration order.
-    pub const ALL: [EventType; 18] = [
+    pub const ALL: [EventType; 19] = [
         EventType::ObjectObserved,
         EventType::ObjectDeleted,
         EventType::AppDeclared,
@@ -89,6 +93,7 @@ impl EventType {
         EventType::ControllerMetrics,
         EventType::AuditRequest,
         EventType::KubeEvent,
+        EventType::LedgerKeyRotated,
     ];
 
     /// The wire name, e.g. `object.observed`.
@@ -112,6 +117,7 @@ impl EventType {
             EventType::ControllerMetrics => "controller.metrics",
             EventType::AuditRequest => "audit.request",
             EventType::KubeEvent => "k8s.event",
+            EventType::LedgerKeyRotated => "ledger.key.rotated",
         }
     }
 

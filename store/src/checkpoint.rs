@@ -64,6 +64,14 @@ impl Checkpoint {
         )
     }
 
+    /// The checkpoint a signed note carries, without checking any
+    /// signature: to learn which tree size a note is about before checking
+    /// it against that tree. Never trust the result on its own.
+    pub fn parse_unverified(note: &str) -> Result<Checkpoint, CheckpointError> {
+        let body = note.split_once("\n\n").map_or(note, |(body, _)| body);
+        Checkpoint::parse_body(body)
+    }
+
     fn parse_body(body: &str) -> Result<Checkpoint, CheckpointError> {
         let mut lines = body.lines();
         let bad = |what: &str| CheckpointError::Malformed(what.to_string());
@@ -163,12 +171,28 @@ impl NoteSigner {
 
     /// The signed note text of `checkpoint`.
     pub fn sign(&self, checkpoint: &Checkpoint) -> String {
-        let body = checkpoint.body();
+        sign_note(checkpoint, &[self])
+    }
+
+    /// The signature line of this key over `body`.
+    fn signature_line(&self, body: &str) -> String {
         let sig = self.key.sign(body.as_bytes());
         let mut blob = self.verifier().key_id().to_be_bytes().to_vec();
         blob.extend_from_slice(&sig.to_bytes());
-        format!("{body}\n\u{2014} {} {}\n", self.name, B64.encode(blob))
+        format!("\u{2014} {} {}\n", self.name, B64.encode(blob))
     }
+}
+
+/// The signed note text of `checkpoint` with one signature line per signer,
+/// in the order given: during a key rotation checkpoints carry both the new
+/// and the old key's signature, so auditors holding either can check them.
+pub fn sign_note(checkpoint: &Checkpoint, signers: &[&NoteSigner]) -> String {
+    let body = checkpoint.body();
+    let mut note = format!("{body}\n");
+    for signer in signers {
+        note.push_str(&signer.signature_line(&body));
+    }
+    note
 }
 
 impl NoteVerifier {
@@ -309,6 +333,24 @@ mod tests {
             again.sign(&cp(7)),
             note,
             "Ed25519 signatures are deterministic"
+        );
+    }
+
+    #[test]
+    fn a_note_signed_by_two_keys_opens_with_either() {
+        let old = NoteSigner::generate("annal.test/log").unwrap();
+        let new = NoteSigner::generate("annal.test/log").unwrap();
+        let note = sign_note(&cp(9), &[&new, &old]);
+        assert_eq!(
+            note.lines().filter(|l| l.starts_with('\u{2014}')).count(),
+            2
+        );
+        assert_eq!(old.verifier().open(&note).unwrap(), cp(9));
+        assert_eq!(new.verifier().open(&note).unwrap(), cp(9));
+        let stranger = NoteSigner::generate("annal.test/log").unwrap();
+        assert_eq!(
+            stranger.verifier().open(&note).unwrap_err(),
+            CheckpointError::NoSignature("annal.test/log".into())
         );
     }
 

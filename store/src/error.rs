@@ -54,6 +54,9 @@ pub enum StoreError {
         /// The serializer's error.
         source: serde_json::Error,
     },
+    /// A proof that cannot be built (an index or size outside the log).
+    #[error(transparent)]
+    Proof(#[from] crate::proof::ProofError),
     /// The embedded database failed (including "locked by another process").
     #[error("storage: {0}")]
     Sled(#[from] sled::Error),

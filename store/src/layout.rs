@@ -91,6 +91,22 @@ impl DataDir {
         self.keys().join("checkpoint.vkey")
     }
 
+    /// The key that signed before the last rotation (mode 0600); it
+    /// co-signs checkpoints until [`DataDir::previous_until`].
+    pub fn previous_signing_key(&self) -> PathBuf {
+        self.keys().join("previous.key")
+    }
+
+    /// The public half of the previous key.
+    pub fn previous_verifier_key(&self) -> PathBuf {
+        self.keys().join("previous.vkey")
+    }
+
+    /// The end of the previous key's validity (one RFC 3339 line).
+    pub fn previous_until(&self) -> PathBuf {
+        self.keys().join("previous.until")
+    }
+
     /// The latest published checkpoint.
     pub fn checkpoint(&self) -> PathBuf {
         self.root.join("checkpoint")

@@ -7,8 +7,9 @@
 //! [`Store::verify`] recomputes everything from the leaf bytes.
 //!
 //! The pieces are separate modules because auditors use them without the
-//! store: [`merkle`] (RFC 6962 hashing with BLAKE3), [`Entry`] (the JCS leaf
-//! format) and [`checkpoint`] (C2SP signed notes). Derived indexes are caches
+//! store: [`merkle`] (RFC 6962 hashing with BLAKE3), [`proof`] (inclusion
+//! and consistency proofs), [`Entry`] (the JCS leaf format) and
+//! [`checkpoint`] (C2SP signed notes). Derived indexes are caches
 //! in their own sled trees, rebuilt by [`Store::reindex`].
 //!
 //! ```
@@ -24,6 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod audit;
 pub mod canonical;
 pub mod checkpoint;
 mod derived;
@@ -34,12 +36,14 @@ mod layout;
 mod leaves;
 mod log;
 pub mod merkle;
+pub mod proof;
 mod quarantine;
 mod record_file;
 mod tree;
 mod verify;
 pub mod versions;
 
+pub use audit::KeyRotation;
 pub use canonical::PreparedEvent;
 pub use derived::ScanKey;
 pub use entry::Entry;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use annal_schemas::{Envelope, Timestamp};
 
 use crate::canonical::{self, PreparedEvent};
-use crate::checkpoint::{Checkpoint, NoteSigner, NoteVerifier};
+use crate::checkpoint::{sign_note, Checkpoint, NoteSigner, NoteVerifier};
 use crate::derived::{Derived, Facts, ScanKey};
 use crate::keys;
 use crate::layout::{self, DataDir};
@@ -37,12 +37,11 @@ pub struct Store {
     quarantine: sled::Tree,
     derived: Derived,
     derived_lock: Mutex<()>,
-    verifier: Option<NoteVerifier>,
     writer: Mutex<Writer>,
 }
 
 /// Mutable state behind the single-writer lock.
-struct Writer {
+pub(crate) struct Writer {
     frontier: Frontier,
     /// Created on the first append, so that opening a damaged store to
     /// inspect it never modifies its files.
@@ -50,8 +49,70 @@ struct Writer {
     recorded_at: Option<Timestamp>,
     checkpoint: Option<String>,
     signer: Option<NoteSigner>,
+    /// After a rotation, the previous key and the end of its validity:
+    /// until then it co-signs every checkpoint.
+    co_signer: Option<(NoteSigner, Timestamp)>,
+    /// The public keys of this ledger, current first.
+    verifiers: Vec<NoteVerifier>,
     /// Set when the open-time check failed: the reason writes are refused.
     refused: Option<String>,
+}
+
+impl Writer {
+    pub(crate) fn refused(&self) -> Option<String> {
+        self.refused.clone()
+    }
+
+    pub(crate) fn co_signer(&self) -> Option<&(NoteSigner, Timestamp)> {
+        self.co_signer.as_ref()
+    }
+
+    pub(crate) fn signer_present(&self) -> bool {
+        self.signer.is_some()
+    }
+
+    pub(crate) fn take_signer(&mut self) -> Option<NoteSigner> {
+        self.signer.take()
+    }
+
+    /// Installs the signing key (and the previous one with its validity
+    /// end), and the public keys that follow from them.
+    pub(crate) fn set_signer(
+        &mut self,
+        signer: NoteSigner,
+        co_signer: Option<(NoteSigner, Timestamp)>,
+    ) {
+        self.verifiers = std::iter::once(signer.verifier())
+            .chain(co_signer.as_ref().map(|(s, _)| s.verifier()))
+            .collect();
+        self.signer = Some(signer);
+        if co_signer.is_some() {
+            self.co_signer = co_signer;
+        }
+    }
+
+    /// The signed note of `checkpoint` (its origin is the key name): by the
+    /// current key, and by the previous one while it is valid at `now`.
+    pub(crate) fn sign(
+        &self,
+        checkpoint: &Checkpoint,
+        now: Timestamp,
+    ) -> Result<String, StoreError> {
+        let Some(signer) = self.signer.as_ref() else {
+            return Err(StoreError::WritesRefused("no signing key".into()));
+        };
+        let checkpoint = Checkpoint {
+            origin: signer.name().to_string(),
+            ..checkpoint.clone()
+        };
+        let mut signers = vec![signer];
+        if let Some((previous, until)) = &self.co_signer {
+            if now < *until {
+                signers.push(previous);
+            }
+        }
+        Ok(sign_note(&checkpoint, &signers))
+    }
 }
 
 /// What one committed batch did.
@@ -150,10 +211,16 @@ impl Store {
         let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
         let derived = Derived::open(&db, dir.versions())?;
         let signer = keys::read_signer(&dir)?;
-        let verifier = match &signer {
+        let co_signer = keys::read_previous(&dir)?;
+        let current = match &signer {
             Some(s) => Some(s.verifier()),
             None => keys::read_verifier(&dir)?,
         };
+        let previous = match &co_signer {
+            Some((s, _)) => Some(s.verifier()),
+            None => keys::read_previous_verifier(&dir)?,
+        };
+        let verifiers = current.into_iter().chain(previous).collect();
         let store = Store {
             writer: Mutex::new(Writer {
                 frontier: Frontier::new(),
@@ -161,6 +228,8 @@ impl Store {
                 recorded_at: None,
                 checkpoint: None,
                 signer,
+                co_signer,
+                verifiers,
                 refused: None,
             }),
             segments: Segments::new(dir.leaves()),
@@ -172,7 +241,6 @@ impl Store {
             quarantine,
             derived,
             derived_lock: Mutex::new(()),
-            verifier,
         };
         store.recover()?;
         Ok(store)
@@ -183,9 +251,10 @@ impl Store {
         &self.dir
     }
 
-    /// The checkpoint verifier key, if the ledger has one.
-    pub fn verifier(&self) -> Option<&NoteVerifier> {
-        self.verifier.as_ref()
+    /// The ledger's checkpoint verifier keys, the current one first (after
+    /// a rotation the previous one follows).
+    pub fn verifiers(&self) -> Vec<NoteVerifier> {
+        self.lock().verifiers.clone()
     }
 
     /// Appends a batch as one group commit.
@@ -315,14 +384,14 @@ impl Store {
         for (index, id) in (first..).zip(ids) {
             batch.insert(layout::id_key(id), &index.to_be_bytes());
         }
-        let Some(signer) = w.signer.as_ref() else {
-            return Err(StoreError::WritesRefused("no signing key".into()));
-        };
-        let checkpoint = signer.sign(&Checkpoint {
-            origin: signer.name().to_string(),
-            size: frontier.size(),
-            root: frontier.root(),
-        });
+        let checkpoint = w.sign(
+            &Checkpoint {
+                origin: String::new(),
+                size: frontier.size(),
+                root: frontier.root(),
+            },
+            recorded_at,
+        )?;
         batch.insert(layout::META_SIZE, &frontier.size().to_be_bytes());
         batch.insert(
             layout::META_RECORDED_AT,
@@ -601,7 +670,7 @@ impl Store {
         &self.tree
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
         // A panic while holding the lock leaves no half-written state behind:
         // the batch is applied atomically or not at all.
         self.writer.lock().unwrap_or_else(|p| p.into_inner())
@@ -625,7 +694,7 @@ impl Store {
             .log
             .get(layout::META_CHECKPOINT)?
             .map(|v| String::from_utf8_lossy(&v).into_owned());
-        match self.check_recovered(size, w.checkpoint.as_deref()) {
+        match self.check_recovered(size, w.checkpoint.as_deref(), &w.verifiers) {
             Ok(frontier) => w.frontier = frontier,
             Err(reason) => {
                 w.refused = Some(format!(
@@ -638,7 +707,12 @@ impl Store {
         Ok(())
     }
 
-    fn check_recovered(&self, size: u64, note: Option<&str>) -> Result<Frontier, String> {
+    fn check_recovered(
+        &self,
+        size: u64,
+        note: Option<&str>,
+        verifiers: &[NoteVerifier],
+    ) -> Result<Frontier, String> {
         let pointers = self.segments.pointer_count().map_err(|e| e.to_string())?;
         if pointers < size {
             return Err(format!(
@@ -684,12 +758,10 @@ impl Store {
                 ))
             };
         };
-        let verifier = self
-            .verifier
-            .as_ref()
-            .ok_or_else(|| "no verifier key to check the last checkpoint with".to_string())?;
-        let cp = verifier
-            .open(note)
+        if verifiers.is_empty() {
+            return Err("no verifier key to check the last checkpoint with".to_string());
+        }
+        let cp = crate::proof::open_with_any(verifiers, note)
             .map_err(|e| format!("the last checkpoint does not verify: {e}"))?;
         if cp.size > size {
             return Err(format!(

@@ -13,6 +13,7 @@ use crate::layout;
 use crate::leaves::LeafPointer;
 use crate::leaves::{Line, LineStream};
 use crate::merkle::{self, Frontier, Hash, NodeId};
+use crate::proof::open_with_any;
 use crate::record_file::SequentialRecords;
 use crate::tree::TreeReader;
 use crate::{Entry, Store, StoreError};
@@ -54,6 +55,15 @@ impl Store {
     /// `verifier` (an auditor's own copy of the public key) or else the
     /// store's.
     pub fn verify(&self, verifier: Option<&NoteVerifier>) -> Result<VerifyReport, StoreError> {
+        match verifier {
+            Some(v) => self.verify_with(std::slice::from_ref(v)),
+            None => self.verify_with(&self.verifiers()),
+        }
+    }
+
+    /// [`Store::verify`] trusting a checkpoint signed by any of `keys`
+    /// (an auditor's key and the keys it rotated to).
+    pub fn verify_with(&self, keys: &[NoteVerifier]) -> Result<VerifyReport, StoreError> {
         let log = self.log_tree();
         let mut report = VerifyReport {
             leaves: 0,
@@ -68,10 +78,9 @@ impl Store {
 
         // The anchor: the signed checkpoint.
         let note = log.get(layout::META_CHECKPOINT)?;
-        let verifier = verifier.or(self.verifier());
-        let checkpoint = match (note, verifier) {
+        let checkpoint = match (note, keys) {
             (None, _) => None,
-            (Some(_), None) => {
+            (Some(_), []) => {
                 fail(
                     &mut report,
                     None,
@@ -79,7 +88,7 @@ impl Store {
                 );
                 return Ok(report);
             }
-            (Some(note), Some(v)) => match v.open(&String::from_utf8_lossy(&note)) {
+            (Some(note), keys) => match open_with_any(keys, &String::from_utf8_lossy(&note)) {
                 Ok(cp) => Some(cp),
                 Err(e) => {
                     fail(&mut report, None, format!("checkpoint: {e}"));

@@ -7,7 +7,9 @@ mod fence;
 mod ingest;
 mod inspect;
 mod inventory;
+mod key;
 mod placement;
+mod proof;
 mod prune;
 mod quarantine;
 mod rollout;
@@ -34,6 +36,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Verify(args) => verify::run(&open(data)?, args, &printer),
         Command::Status => inspect::status(&open(data)?, &printer),
         Command::Checkpoint => inspect::checkpoint(&open(data)?, &printer),
+        Command::Proof(sub) => proof::run(&open(data)?, sub),
+        Command::Key(sub) => key::run(&open(data)?, sub, &printer),
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
         Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open(data)?, &printer),
