@@ -102,7 +102,7 @@ impl Store {
     /// and the old key's validity end are appended to the log as a
     /// `ledger.key.rotated` event, itself signed by both.
     pub fn rotate_key(&self, window: Duration) -> Result<KeyRotation, StoreError> {
-        let (previous, next, until) = {
+        let ((origin, previous, next), until) = {
             let mut w = self.lock();
             if let Some(reason) = w.refused() {
                 return Err(StoreError::WritesRefused(reason));
@@ -132,10 +132,13 @@ impl Store {
                 w.set_signer(previous, None);
                 return Err(e);
             }
-            let (previous_text, next_text) =
-                (previous.verifier().to_text(), next.verifier().to_text());
+            let texts = (
+                previous.name().to_string(),
+                previous.verifier().to_text(),
+                next.verifier().to_text(),
+            );
             w.set_signer(next, Some((previous, until)));
-            (previous_text, next_text, until)
+            (texts, until)
         };
         let event = Envelope {
             schema: SCHEMA_V1.to_string(),
@@ -146,7 +149,7 @@ impl Store {
             source: Some("annal key rotate".into()),
             actor: None,
             data: serde_json::to_value(LedgerKeyRotated {
-                origin: previous.split('+').next().unwrap_or_default().to_string(),
+                origin,
                 previous_key: previous.clone(),
                 next_key: next.clone(),
                 previous_valid_until: until,

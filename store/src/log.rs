@@ -82,13 +82,13 @@ impl Writer {
         signer: NoteSigner,
         co_signer: Option<(NoteSigner, Timestamp)>,
     ) {
-        self.verifiers = std::iter::once(signer.verifier())
-            .chain(co_signer.as_ref().map(|(s, _)| s.verifier()))
-            .collect();
-        self.signer = Some(signer);
         if co_signer.is_some() {
             self.co_signer = co_signer;
         }
+        self.verifiers = std::iter::once(signer.verifier())
+            .chain(self.co_signer.as_ref().map(|(s, _)| s.verifier()))
+            .collect();
+        self.signer = Some(signer);
     }
 
     /// The signed note of `checkpoint` (its origin is the key name): by the

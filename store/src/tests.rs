@@ -495,3 +495,55 @@ fn consumed_offsets_commit_with_their_leaves_survive_reopen_and_never_go_back() 
         .is_empty());
     assert_eq!(store.size(), 3);
 }
+
+#[test]
+fn a_rotated_key_co_signs_until_its_end_survives_reopening_and_is_followed_from_the_old_key() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/store").unwrap();
+    let old = {
+        let store = Store::open(dir.path()).unwrap();
+        store.append(vec![event("a", "c1", 0)]).unwrap();
+        let old = store.verifiers()[0].clone();
+        let r = store.rotate_key(Duration::from_secs(3600)).unwrap();
+        assert_eq!((r.index, store.size()), (1, 2));
+        assert_eq!(r.previous_key, old.to_text());
+        old
+    };
+    // A new process: both keys loaded, the old one still co-signing.
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.writes_refused(), None);
+    let keys = store.verifiers();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[1].to_text(), old.to_text());
+    store.append(vec![event("b", "c1", 1)]).unwrap();
+    let note = store.status().checkpoint.unwrap();
+    assert!(old.open(&note).is_ok() && keys[0].open(&note).is_ok());
+    assert!(store.verify(Some(&old)).unwrap().is_intact());
+
+    // A rotation with no window: the next note has one signature, by the
+    // newest key; the old key alone no longer opens it, but the keys the
+    // log records rotating to from it do.
+    let newest = {
+        store.rotate_key(Duration::ZERO).unwrap();
+        store.append(vec![event("c", "c1", 2)]).unwrap();
+        store.verifiers()[0].clone()
+    };
+    let note = store.status().checkpoint.unwrap();
+    assert_eq!(note.matches('\u{2014}').count(), 1, "{note}");
+    assert!(newest.open(&note).is_ok());
+    assert!(!store.verify(Some(&old)).unwrap().is_intact());
+    let trusted = store.keys_trusted_from(&old).unwrap();
+    let texts: Vec<String> = trusted.iter().map(|k| k.to_text()).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert_eq!(texts.last(), Some(&newest.to_text()));
+    assert!(store.verify_with(&trusted).unwrap().is_intact());
+    // Proofs against the latest and an older size open with the newest key.
+    let proof = store.inclusion_proof(1, store.size()).unwrap();
+    let leaf = store.leaf_bytes(1).unwrap().unwrap();
+    crate::proof::verify_inclusion_signed(std::slice::from_ref(&newest), &note, &leaf, &proof)
+        .unwrap();
+    let older = store.checkpoint_at(2).unwrap().unwrap();
+    let growth = store.consistency_proof(2, store.size()).unwrap();
+    crate::proof::verify_consistency_signed(&[newest], &older, &note, &growth).unwrap();
+}
