@@ -5,7 +5,10 @@
 # leaf files, and the JSON Schema against the examples.
 #
 # The Kafka tests run against a real broker: Tansu, installed by
-# scripts/tansu.sh (once; about 8 minutes) and started by the tests.
+# scripts/tansu.sh (once; about 8 minutes) and started by the tests. The
+# HTML report test renders in headless Chromium (Debian's package, installed
+# here when missing), and the proof tests run tools/verify_proof.py (Python
+# with blake3 and cryptography from PyPI).
 #
 # Usage: bash scripts/test.sh
 set -euo pipefail
@@ -34,6 +37,15 @@ step "Python modules for the independent verifiers (blake3, cryptography from Py
 python3 -c 'import blake3, cryptography' 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check blake3 cryptography
 export ANNAL_REQUIRE_PYTHON=1
+
+step "Chromium for the HTML report test (Debian's package)"
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends chromium >/dev/null
+fi
+export ANNAL_CHROMIUM=/usr/bin/chromium ANNAL_REQUIRE_CHROMIUM=1
+/usr/bin/chromium --version
 
 step "cargo test"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$work/cargo-test.log"

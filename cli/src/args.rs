@@ -66,6 +66,9 @@ pub enum Command {
     /// The checkpoint signing key: show its public half, rotate it.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Cost and capacity attribution reports (table, CSV, JSON or a self-contained HTML page).
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// List events, by cluster, type and valid-time window.
     Log(LogArgs),
     /// The objects live at an instant, with owners, claims, conflicts and field managers.
@@ -329,6 +332,61 @@ pub struct VerifyArgs {
     /// (a rewritten or forked history fails, even if re-signed).
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// What each group cost per step: syncs, sync/render seconds, API requests, 429s, applied bytes, object-hours, ledger bytes.
+    Cost(CostArgs),
+    /// Per cluster and step: fan-out, API and 429 rates, queue age; flags broken budgets (exit 3 when any).
+    Capacity(CapacityArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Window start (valid time).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub from: annal_schemas::Timestamp,
+    /// Window end (exclusive; default now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub to: Option<annal_schemas::Timestamp>,
+    /// The breakdown: cluster, app, tenant, team or environment.
+    #[arg(long, value_name = "DIMENSION", default_value = "cluster")]
+    pub by: String,
+    /// Step (e.g. 1h, 1d; default: the whole window).
+    #[arg(long, value_name = "STEP")]
+    pub step: Option<String>,
+    /// Price table (TOML); without it the report has measures only.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Write the report to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Groups shown in the HTML chart and top table.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// Window start (valid time).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub from: annal_schemas::Timestamp,
+    /// Window end (exclusive; default now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub to: Option<annal_schemas::Timestamp>,
+    /// Step (e.g. 1h, 1d; default: the whole window).
+    #[arg(long, value_name = "STEP")]
+    pub step: Option<String>,
+    /// Budgets (TOML): max_fan_out, max_api_requests_per_second, max_throttled_per_second, release_window_seconds.
+    #[arg(long, value_name = "FILE")]
+    pub budgets: Option<PathBuf>,
+    /// Write the report to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Clusters charted in the HTML page (the most flagged first).
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub top: usize,
 }
 
 #[derive(Debug, Subcommand)]

@@ -22,6 +22,9 @@ pub enum OutputFormat {
     Csv,
     /// GitHub-flavoured Markdown tables (for pull-request comments).
     Markdown,
+    /// One self-contained HTML page with SVG charts (`annal report`; other
+    /// commands print tables).
+    Html,
 }
 
 /// Rows with named columns. Cells are JSON values so `-o json` keeps types.
@@ -68,13 +71,17 @@ pub struct Printer {
 
 impl Printer {
     pub fn table(&self, table: &Table) -> io::Result<()> {
-        let mut out = io::stdout().lock();
+        self.table_to(table, &mut io::stdout().lock())
+    }
+
+    /// [`Printer::table`] into `out` (a file for `--out`).
+    pub fn table_to(&self, table: &Table, out: &mut dyn Write) -> io::Result<()> {
         match self.format {
             OutputFormat::Json => writeln!(out, "{}", pretty(&table.to_json())),
             OutputFormat::Csv => {
-                write_csv_row(&mut out, table.columns.iter().map(|c| c.to_string()))?;
+                write_csv_row(out, table.columns.iter().map(|c| c.to_string()))?;
                 for row in &table.rows {
-                    write_csv_row(&mut out, row.iter().map(cell))?;
+                    write_csv_row(out, row.iter().map(cell))?;
                 }
                 Ok(())
             }
@@ -89,7 +96,7 @@ impl Printer {
                 }
                 Ok(())
             }
-            OutputFormat::Table => {
+            OutputFormat::Table | OutputFormat::Html => {
                 let cells: Vec<Vec<String>> = table
                     .rows
                     .iter()
@@ -102,9 +109,9 @@ impl Printer {
                     }
                 }
                 let header: Vec<String> = table.columns.iter().map(|c| c.to_uppercase()).collect();
-                write_aligned(&mut out, &header, &widths)?;
+                write_aligned(out, &header, &widths)?;
                 for row in &cells {
-                    write_aligned(&mut out, row, &widths)?;
+                    write_aligned(out, row, &widths)?;
                 }
                 Ok(())
             }
@@ -124,7 +131,9 @@ impl Printer {
                 write_csv_row(&mut out, map.keys().cloned())?;
                 write_csv_row(&mut out, map.values().map(cell))
             }
-            OutputFormat::Table | OutputFormat::Markdown => writeln!(out, "{human}"),
+            OutputFormat::Table | OutputFormat::Markdown | OutputFormat::Html => {
+                writeln!(out, "{human}")
+            }
         }
     }
 
@@ -157,7 +166,9 @@ impl Printer {
     /// verdict); JSON and CSV stay one document.
     pub fn prose(&self, text: &str) -> io::Result<()> {
         match self.format {
-            OutputFormat::Table | OutputFormat::Markdown => writeln!(io::stdout().lock(), "{text}"),
+            OutputFormat::Table | OutputFormat::Markdown | OutputFormat::Html => {
+                writeln!(io::stdout().lock(), "{text}")
+            }
             OutputFormat::Json | OutputFormat::Csv => Ok(()),
         }
     }
@@ -177,7 +188,11 @@ fn cell(v: &Value) -> String {
     }
 }
 
-fn write_aligned(out: &mut impl Write, cells: &[String], widths: &[usize]) -> io::Result<()> {
+fn write_aligned(
+    out: &mut (impl Write + ?Sized),
+    cells: &[String],
+    widths: &[usize],
+) -> io::Result<()> {
     let last = cells.len().saturating_sub(1);
     for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
         if i == last {
@@ -189,7 +204,10 @@ fn write_aligned(out: &mut impl Write, cells: &[String], widths: &[usize]) -> io
     Ok(())
 }
 
-fn write_csv_row(out: &mut impl Write, cells: impl Iterator<Item = String>) -> io::Result<()> {
+fn write_csv_row(
+    out: &mut (impl Write + ?Sized),
+    cells: impl Iterator<Item = String>,
+) -> io::Result<()> {
     let line: Vec<String> = cells
         .map(|c| {
             if c.contains([',', '"', '\n', '\r']) {

@@ -10,6 +10,7 @@ mod kafka;
 mod proofs;
 mod prune;
 mod redaction;
+mod reports;
 mod serve;
 mod serve_ingest;
 mod sql;

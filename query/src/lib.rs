@@ -24,6 +24,7 @@ pub mod proof;
 pub mod prune;
 pub mod pushdown;
 pub mod registry;
+pub mod report;
 pub mod revisions;
 pub mod rollout;
 pub mod sql;

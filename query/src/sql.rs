@@ -8,7 +8,9 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use crate::tables::{clusters, managed_fields, revisions, EventsTable, InventoryAt, ObjectsTable};
+use crate::tables::{
+    clusters, managed_fields, reports, revisions, EventsTable, InventoryAt, ObjectsTable,
+};
 use crate::QueryError;
 
 /// A session with every annal table registered.
@@ -34,6 +36,14 @@ pub async fn session(store: Arc<Store>) -> Result<SessionContext, QueryError> {
     ctx.register_udtf(
         "rollout_regressions",
         Arc::new(crate::tables::regressions::function(store.clone())),
+    );
+    ctx.register_udtf(
+        "cost_report",
+        Arc::new(reports::CostReportFunction::new(store.clone())),
+    );
+    ctx.register_udtf(
+        "capacity_report",
+        Arc::new(reports::CapacityReportFunction::new(store.clone())),
     );
     ctx.register_udtf("inventory_at", Arc::new(InventoryAt::new(store)));
     ctx.sql(SYNCS_VIEW).await?;

@@ -49,7 +49,7 @@ pub use derived::ScanKey;
 pub use entry::Entry;
 pub use error::StoreError;
 pub use layout::DataDir;
-pub use log::{AppendOutcome, InitReport, SourceOffset, Status, Store, DEFAULT_ORIGIN};
+pub use log::{AppendOutcome, InitReport, RawLeaf, SourceOffset, Status, Store, DEFAULT_ORIGIN};
 pub use quarantine::{Quarantine, QuarantineRecord, Rejection};
 pub use verify::{Problem, VerifyReport};
 

@@ -115,6 +115,9 @@ impl Writer {
     }
 }
 
+/// One entry's index and its leaf bytes as stored.
+pub type RawLeaf = (u64, Vec<u8>);
+
 /// What one committed batch did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AppendOutcome {
@@ -494,6 +497,33 @@ impl Store {
             .log
             .get(layout::id_key(id))?
             .and_then(|v| layout::u64_value(&v)))
+    }
+
+    /// The leaf bytes of entries `from..to` in log order, streamed from the
+    /// leaf files without decoding: for scans that read a few fields of
+    /// every entry (reports) and for their byte counts.
+    pub fn leaves(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> {
+        let to = to.min(self.lock_free_size());
+        if from >= to {
+            return Box::new(std::iter::empty());
+        }
+        let stream = match self
+            .pointer(from)
+            .and_then(|p| self.segments.stream(Some(p)))
+        {
+            Ok(s) => s,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        Box::new(
+            stream
+                .take((to - from) as usize)
+                .zip(from..)
+                .map(|(line, index)| line.map(|l| (index, l.bytes))),
+        )
     }
 
     /// Entries `from..to` in log order, streamed from the leaf files.

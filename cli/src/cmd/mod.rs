@@ -12,6 +12,7 @@ mod placement;
 mod proof;
 mod prune;
 mod quarantine;
+mod report;
 mod rollout;
 mod serve;
 mod sql;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Checkpoint => inspect::checkpoint(&open(data)?, &printer),
         Command::Proof(sub) => proof::run(&open(data)?, sub),
         Command::Key(sub) => key::run(&open(data)?, sub, &printer),
+        Command::Report(sub) => report::run(&open(data)?, sub, &printer),
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
         Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open(data)?, &printer),

@@ -65,7 +65,7 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
             "### annal prune plan at {}\n\n**{headline}**\n",
             plan.at
         ))?,
-        OutputFormat::Table => {
+        OutputFormat::Table | OutputFormat::Html => {
             printer.prose(&format!("Prune plan at {}: {headline}\n", plan.at))?
         }
         OutputFormat::Csv => {}

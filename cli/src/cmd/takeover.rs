@@ -81,7 +81,7 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
                 counts.join(", ")
             ))?;
         }
-        OutputFormat::Table => {
+        OutputFormat::Table | OutputFormat::Html => {
             printer.prose(&format!(
                 "Takeover plan for {} at {}: {}\n{verdict}\n",
                 plan.controller,

@@ -22,6 +22,7 @@ pub mod managed_fields;
 mod object_batch;
 pub mod objects;
 pub mod regressions;
+pub mod reports;
 pub mod revisions;
 mod stream;
 
