@@ -574,21 +574,11 @@ pub enum QuarantineCommand {
 }
 
 /// RFC 3339, `now`, or `now-2h`-style offsets.
-/// `<n>s`, `<n>m`, `<n>h` or `<n>d`.
+/// `<n>s`, `<n>m`, `<n>h`, `<n>d` or `<n>w`.
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("{s:?} is not a duration like 7d, 12h, 30m or 0s");
-    let (number, unit) = s.split_at(s.len().saturating_sub(1));
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(seconds)
+    annal_schemas::duration_seconds(s)
         .map(std::time::Duration::from_secs)
-        .ok_or_else(bad)
+        .ok_or_else(|| format!("{s:?} is not a duration like 7d, 12h, 30m or 0s"))
 }
 
 fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {

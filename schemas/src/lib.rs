@@ -27,7 +27,7 @@ mod validation;
 
 pub use envelope::{Actor, Envelope, SCHEMA_V1};
 pub use event_type::{EventType, UnknownEventType};
-pub use timestamp::{InstantError, Timestamp, TimestampError};
+pub use timestamp::{duration_seconds, InstantError, Timestamp, TimestampError};
 pub use validation::ValidationError;
 
 /// The JSON Schema (draft 2020-12) for Envelope v1 and every `data` shape.

@@ -29,6 +29,23 @@ pub struct InstantError {
     input: String,
 }
 
+/// A duration as people type it: a whole number of seconds, minutes,
+/// hours, days or weeks (`30s`, `15m`, `2h`, `7d`, `1w`), in seconds.
+pub fn duration_seconds(input: &str) -> Option<u64> {
+    let unit_at = input.find(|c: char| !c.is_ascii_digit())?;
+    let (digits, unit) = input.split_at(unit_at);
+    let n: u64 = digits.parse().ok()?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return None,
+    };
+    n.checked_mul(seconds)
+}
+
 impl Timestamp {
     /// An instant as people type it on a command line or in a URL: RFC 3339,
     /// `now`, or `now` plus or minus a whole number of seconds, minutes,
@@ -52,19 +69,11 @@ impl Timestamp {
             b'+' => (1i64, &rest[1..]),
             _ => return Err(err()),
         };
-        let unit_at = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
-        let (digits, unit) = rest.split_at(unit_at);
-        let n: i64 = digits.parse().map_err(|_| err())?;
-        let seconds = match unit {
-            "s" => 1,
-            "m" => 60,
-            "h" => 3600,
-            "d" => 86_400,
-            "w" => 604_800,
-            _ => return Err(err()),
-        };
-        let micros = n
-            .checked_mul(seconds * 1_000_000)
+        let seconds = duration_seconds(rest)
+            .and_then(|s| i64::try_from(s).ok())
+            .ok_or_else(err)?;
+        let micros = seconds
+            .checked_mul(1_000_000)
             .and_then(|d| now.unix_micros().checked_add(sign * d))
             .ok_or_else(err)?;
         Timestamp::from_unix_micros(micros).ok_or_else(err)
@@ -165,6 +174,17 @@ mod tests {
         ] {
             let e = at(bad).unwrap_err().to_string();
             assert!(e.contains("now-2h") && e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_seconds() {
+        assert_eq!(duration_seconds("0s"), Some(0));
+        assert_eq!(duration_seconds("90m"), Some(5400));
+        assert_eq!(duration_seconds("7d"), Some(604_800));
+        assert_eq!(duration_seconds("2w"), Some(1_209_600));
+        for bad in ["", "h", "1", "1y", "-1h", "1.5h", "18446744073709551615w"] {
+            assert_eq!(duration_seconds(bad), None, "{bad:?}");
         }
     }
 

@@ -532,25 +532,9 @@ impl Store {
         from: u64,
         to: u64,
     ) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + '_> {
-        let to = to.min(self.lock_free_size());
-        if from >= to {
-            return Box::new(std::iter::empty());
-        }
-        let stream = match self
-            .pointer(from)
-            .and_then(|p| self.segments.stream(Some(p)))
-        {
-            Ok(s) => s,
-            Err(e) => return Box::new(std::iter::once(Err(e))),
-        };
         Box::new(
-            stream
-                .take((to - from) as usize)
-                .zip(from..)
-                .map(|(line, index)| {
-                    let line = line?;
-                    decode_entry(index, &line.bytes)
-                }),
+            self.leaves(from, to)
+                .map(|leaf| leaf.and_then(|(index, bytes)| decode_entry(index, &bytes))),
         )
     }
 

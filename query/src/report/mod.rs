@@ -25,19 +25,10 @@ use crate::QueryError;
 
 /// A step like `30m`, `1h`, `6h` or `1d`, in seconds.
 pub fn parse_step(s: &str) -> Result<u64, QueryError> {
-    let bad = || QueryError::BadInput(format!("{s:?} is not a step like 30m, 1h or 1d"));
-    let (number, unit) = s.split_at(s.len().saturating_sub(1));
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let unit = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        "w" => 7 * 86400,
-        _ => return Err(bad()),
-    };
-    match n.checked_mul(unit) {
-        Some(0) | None => Err(bad()),
+    match annal_schemas::duration_seconds(s) {
+        Some(0) | None => Err(QueryError::BadInput(format!(
+            "{s:?} is not a step like 30m, 1h or 1d"
+        ))),
         Some(seconds) => Ok(seconds),
     }
 }
