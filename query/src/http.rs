@@ -590,7 +590,7 @@ async fn rollout_regressions(
 /// auditors can save it as is and later pass it to `annal verify
 /// --checkpoint` or `tools/verify_proof.py`.
 async fn checkpoint(State(store): State<Arc<Store>>) -> Response {
-    match store.status().checkpoint {
+    match store.checkpoint() {
         Some(note) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response(),
         None => ApiError::NotFound("the ledger is empty: no checkpoint yet".into()).into_response(),
     }

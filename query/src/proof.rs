@@ -9,7 +9,7 @@
 //! hashed.
 
 use annal_store::checkpoint::Checkpoint;
-use annal_store::merkle::{leaf_hash, Hash};
+use annal_store::merkle::leaf_hash;
 use annal_store::Store;
 use serde_json::{json, Value};
 
@@ -60,7 +60,7 @@ pub fn inclusion(store: &Store, leaf: &Leaf, against: &Against) -> Result<Value,
         "event_id": event_id,
         "leaf": leaf_text,
         "leaf_hash": hex(&leaf_hash(leaf_text.as_bytes())),
-        "path": proof.path.iter().map(hex).collect::<Vec<_>>(),
+        "path": proof.path.iter().map(|h| hex(h)).collect::<Vec<_>>(),
         "root": hex(&store.root_at(size)?),
         "checkpoint": note,
     }))
@@ -77,7 +77,7 @@ pub fn consistency(store: &Store, from: &Against, to: &Against) -> Result<Value,
         "to_size": to_size,
         "from_root": hex(&store.root_at(from_size)?),
         "to_root": hex(&store.root_at(to_size)?),
-        "path": proof.path.iter().map(hex).collect::<Vec<_>>(),
+        "path": proof.path.iter().map(|h| hex(h)).collect::<Vec<_>>(),
         "from_checkpoint": from_note,
         "checkpoint": to_note,
     }))
@@ -111,6 +111,6 @@ fn resolve(store: &Store, against: &Against) -> Result<(u64, Option<String>), Qu
 }
 
 /// Lowercase hex.
-pub fn hex(bytes: &Hash) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

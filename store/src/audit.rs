@@ -75,10 +75,8 @@ impl Store {
     /// of the ledger has no signing key, e.g. an auditor's read-only copy).
     pub fn checkpoint_at(&self, size: u64) -> Result<Option<String>, StoreError> {
         self.check_size(size)?;
-        let latest = self.status().checkpoint;
-        if let Some(note) = latest {
-            let stored = note.lines().nth(1).and_then(|l| l.parse::<u64>().ok());
-            if stored == Some(size) {
+        if let Some(note) = self.checkpoint() {
+            if Checkpoint::parse_unverified(&note).is_ok_and(|cp| cp.size == size) {
                 return Ok(Some(note));
             }
         }

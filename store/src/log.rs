@@ -463,6 +463,11 @@ impl Store {
         }
     }
 
+    /// The latest signed checkpoint (`None` while the log is empty).
+    pub fn checkpoint(&self) -> Option<String> {
+        self.lock().checkpoint.clone()
+    }
+
     /// Why writes are refused, if they are.
     pub fn writes_refused(&self) -> Option<String> {
         self.lock().refused.clone()

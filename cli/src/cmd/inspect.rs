@@ -4,10 +4,10 @@ use annal_query::events::{self, EventFilter};
 use annal_store::Store;
 use serde_json::json;
 
-use super::verify::hex;
 use crate::args::LogArgs;
 use crate::exit::Exit;
 use crate::output::{OutputFormat, Printer, Table};
+use annal_query::proof::hex;
 
 pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
     let s = store.status();
@@ -40,7 +40,7 @@ pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
 }
 
 pub fn checkpoint(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
-    match store.status().checkpoint {
+    match store.checkpoint() {
         Some(note) if printer.format == OutputFormat::Table => {
             print!("{note}");
             Ok(Exit::Ok)

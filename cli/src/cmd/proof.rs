@@ -25,7 +25,7 @@ fn inclusion(store: &Store, args: InclusionArgs) -> anyhow::Result<serde_json::V
         (None, None) => unreachable!("clap requires --index or --event-id"),
     };
     let against = match (args.checkpoint, args.size) {
-        (Some(path), _) => Against::Note(read(&path)?),
+        (Some(path), _) => Against::Note(read_checkpoint(&path)?),
         (None, Some(size)) => Against::Size(size),
         (None, None) => Against::Latest,
     };
@@ -34,7 +34,7 @@ fn inclusion(store: &Store, args: InclusionArgs) -> anyhow::Result<serde_json::V
 
 fn consistency(store: &Store, args: ConsistencyArgs) -> anyhow::Result<serde_json::Value> {
     let from = match (args.from_checkpoint, args.from) {
-        (Some(path), _) => Against::Note(read(&path)?),
+        (Some(path), _) => Against::Note(read_checkpoint(&path)?),
         (None, Some(size)) => Against::Size(size),
         (None, None) => unreachable!("clap requires --from or --from-checkpoint"),
     };
@@ -42,7 +42,8 @@ fn consistency(store: &Store, args: ConsistencyArgs) -> anyhow::Result<serde_jso
     Ok(proof::consistency(store, &from, &to)?)
 }
 
-fn read(path: &std::path::Path) -> anyhow::Result<String> {
+/// A saved checkpoint file; unreadable is an input error (exit 2).
+pub(super) fn read_checkpoint(path: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path)
         .with_context(|| format!("reading the checkpoint {}", path.display()))
         .map_err(|e| crate::exit::UsageError(format!("{e:#}")).into())

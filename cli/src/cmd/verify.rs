@@ -8,6 +8,7 @@
 //! operator who rewrote history and re-signed with the real key passes the
 //! first check and fails these.
 
+use annal_query::proof::hex;
 use annal_store::checkpoint::{Checkpoint, NoteVerifier};
 use annal_store::proof::{verify_consistency_signed, ProofError};
 use annal_store::Store;
@@ -23,14 +24,11 @@ pub fn run(store: &Store, args: VerifyArgs, printer: &Printer) -> anyhow::Result
         Some(path) => Some(read_key(path)?),
         None => None,
     };
-    let saved = match &args.checkpoint {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading the checkpoint {}", path.display()))
-                .map_err(|e| UsageError(format!("{e:#}")))?,
-        ),
-        None => None,
-    };
+    let saved = args
+        .checkpoint
+        .as_deref()
+        .map(super::proof::read_checkpoint)
+        .transpose()?;
     // The keys trusted for the latest checkpoint: the auditor's key and
     // the keys the log records rotating to from it.
     let keys = match &key {
@@ -139,8 +137,4 @@ fn read_key(path: &std::path::Path) -> anyhow::Result<NoteVerifier> {
     NoteVerifier::from_text(&text)
         .with_context(|| format!("verifier key {}", path.display()))
         .map_err(|e| UsageError(format!("{e:#}")).into())
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

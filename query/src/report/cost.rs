@@ -132,7 +132,12 @@ impl CostReport {
 pub fn cost(store: &Store, request: &CostRequest) -> Result<CostReport, QueryError> {
     let buckets = Buckets::new(request.from, request.to, request.step_seconds)?;
     let known_below = store.size();
-    let registry = Registry::load(store, known_below)?;
+    let registry = match request.by {
+        GroupBy::Tenant | GroupBy::Team | GroupBy::Environment => {
+            Registry::load(store, known_below)?
+        }
+        GroupBy::Cluster | GroupBy::App => Registry::default(),
+    };
     let mut cells: HashMap<(String, usize), Measures> = HashMap::new();
     let by = request.by;
 

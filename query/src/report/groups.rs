@@ -69,6 +69,7 @@ pub const UNREGISTERED: &str = "(unregistered)";
 pub const UNSET: &str = "(unset)";
 
 /// Each cluster's registry versions, to look up attributes by instant.
+#[derive(Default)]
 pub struct Registry {
     by_cluster: HashMap<String, Vec<ClusterVersion>>,
 }

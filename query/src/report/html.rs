@@ -289,31 +289,18 @@ fn lines(
         let blue = RGBColor(31, 119, 180);
         let orange = RGBColor(230, 110, 0);
         chart
-            .draw_series(LineSeries::new(
-                requests
-                    .iter()
-                    .enumerate()
-                    .map(|(s, v)| (s as f64 + 0.5, *v)),
-                blue.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(midpoints(requests), blue.stroke_width(2)))
             .map_err(|e| e.to_string())?
             .label("API requests/s (left)")
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 12, y)], blue.stroke_width(2))
-            });
+            .legend(move |at| legend_line(at, blue));
         chart
             .draw_secondary_series(LineSeries::new(
-                throttled
-                    .iter()
-                    .enumerate()
-                    .map(|(s, v)| (s as f64 + 0.5, *v)),
+                midpoints(throttled),
                 orange.stroke_width(2),
             ))
             .map_err(|e| e.to_string())?
             .label("429/s (right)")
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 12, y)], orange.stroke_width(2))
-            });
+            .legend(move |at| legend_line(at, orange));
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
@@ -327,6 +314,16 @@ fn lines(
         Ok(()) => svg,
         Err(e) => format!("<p class=\"error\">chart not drawn: {}</p>", esc(&e)),
     }
+}
+
+/// One point per step, at its middle.
+fn midpoints(values: &[f64]) -> impl Iterator<Item = (f64, f64)> + '_ {
+    values.iter().enumerate().map(|(s, v)| (s as f64 + 0.5, *v))
+}
+
+/// A line series' mark in the legend.
+fn legend_line((x, y): (i32, i32), color: RGBColor) -> PathElement<(i32, i32)> {
+    PathElement::new(vec![(x, y), (x + 12, y)], color.stroke_width(2))
 }
 
 /// The distinct step starts, in order.
