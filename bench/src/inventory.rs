@@ -30,8 +30,8 @@ pub struct Shape {
 }
 
 /// 2026-10-01T00:00:00Z in µs: the dataset spans 30 days from here.
-const START: i64 = 1_790_812_800_000_000;
-const SPAN: i64 = 30 * 86_400 * 1_000_000;
+pub(crate) const START: i64 = 1_790_812_800_000_000;
+pub(crate) const SPAN: i64 = 30 * 86_400 * 1_000_000;
 const KINDS: [(&str, &str); 3] = [
     ("apps/v1", "Deployment"),
     ("v1", "Service"),
@@ -39,22 +39,22 @@ const KINDS: [(&str, &str); 3] = [
 ];
 
 /// The valid time of generated event `i` (events are spread evenly).
-fn time_of(shape: &Shape, i: u64) -> i64 {
+pub(crate) fn time_of(shape: &Shape, i: u64) -> i64 {
     START + (i as i128 * SPAN as i128 / shape.events.max(1) as i128) as i64
 }
 
 /// Event `i`: the first `objects` create every object once, the rest
 /// update a random object (1% delete it; the next event on a deleted
 /// object recreates it with a new uid).
-struct Generator {
+pub(crate) struct Generator {
     shape: Shape,
-    rng: StdRng,
+    pub(crate) rng: StdRng,
     generation: Vec<u16>,
     deleted: Vec<bool>,
 }
 
 impl Generator {
-    fn new(shape: &Shape) -> Generator {
+    pub(crate) fn new(shape: &Shape) -> Generator {
         Generator {
             shape: shape.clone(),
             rng: StdRng::seed_from_u64(shape.seed),
@@ -64,9 +64,15 @@ impl Generator {
     }
 
     fn event(&mut self, i: u64) -> Value {
+        self.object_event(i, i)
+    }
+
+    /// Object event number `j` (the first `objects` create), stamped as
+    /// event `i` of the stream (its id, valid time and resourceVersion).
+    pub(crate) fn object_event(&mut self, j: u64, i: u64) -> Value {
         let s = &self.shape;
-        let object = if i < s.objects {
-            i
+        let object = if j < s.objects {
+            j
         } else {
             self.rng.random_range(0..s.objects)
         };
@@ -78,7 +84,7 @@ impl Generator {
         let name = format!("obj-{local}");
         let time = Timestamp::from_unix_micros(time_of(s, i)).unwrap_or_else(Timestamp::now);
         let o = object as usize;
-        let delete = i >= s.objects && !self.deleted[o] && self.rng.random_bool(0.01);
+        let delete = j >= s.objects && !self.deleted[o] && self.rng.random_bool(0.01);
         if self.deleted[o] && !delete {
             self.deleted[o] = false;
             self.generation[o] += 1;

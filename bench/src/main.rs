@@ -9,9 +9,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod dataset;
 mod http_load;
 mod inventory;
 mod kafka_produce;
+mod sql_cases;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -124,6 +126,41 @@ enum Command {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// The standard comparison dataset of `bench/run` as Envelope JSONL,
+    /// with the parameters its queries use (see `dataset.rs`).
+    Dataset {
+        #[arg(long, default_value_t = 100)]
+        clusters: u32,
+        #[arg(long, default_value_t = 1_000_000)]
+        objects: u64,
+        #[arg(long, default_value_t = 10_000_000)]
+        events: u64,
+        #[arg(long, default_value_t = 0.05)]
+        late: f64,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Random instants for the as-of questions.
+        #[arg(long, default_value_t = 10)]
+        instants: usize,
+        /// Output file (`-` for stdout).
+        #[arg(long, default_value = "-")]
+        out: PathBuf,
+        /// Where to write the query parameters (JSON).
+        #[arg(long)]
+        params: PathBuf,
+    },
+    /// Times SQL cases (a JSON array of {name, sql}) on a ledger, RUNS times each.
+    Sql {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        cases: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Results (JSON).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Per-stage CPU cost of ingest on a JSONL file of envelopes (µs/event).
     Stages {
         /// Envelope JSONL file.
@@ -155,6 +192,38 @@ fn main() -> anyhow::Result<()> {
             w.flush()?;
         }
         Command::Stages { input } => stages(&input)?,
+        Command::Dataset {
+            clusters,
+            objects,
+            events,
+            late,
+            seed,
+            instants,
+            out,
+            params,
+        } => {
+            let shape = inventory::Shape {
+                clusters: clusters.max(1),
+                objects: objects.max(1),
+                events: events.max(objects + u64::from(clusters)),
+                late,
+                seed,
+            };
+            let mut w = sink(&out)?;
+            let chosen = dataset::write(&mut w, &shape, instants)?;
+            w.flush()?;
+            std::fs::write(&params, serde_json::to_vec_pretty(&chosen)?)?;
+        }
+        Command::Sql {
+            data,
+            cases,
+            runs,
+            out,
+        } => {
+            let cases: Vec<sql_cases::Case> = serde_json::from_slice(&std::fs::read(&cases)?)?;
+            let report = sql_cases::run(&data, &cases, runs.max(1))?;
+            std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
+        }
         Command::KafkaProduce {
             brokers,
             topic,

@@ -1,0 +1,73 @@
+//! Timed SQL over an open ledger, for `bench/run`: the annal side of the
+//! as-of and auditor comparisons.
+//!
+//! The store is opened once and one DataFusion session is reused, as the
+//! peers keep one connection (PostgreSQL) or one in-process database
+//! (DuckDB): every timing is planning, execution and collecting the rows,
+//! never the store open (timed separately).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use annal_store::Store;
+
+/// One query to time.
+#[derive(Debug, serde::Deserialize)]
+pub struct Case {
+    pub name: String,
+    pub sql: String,
+}
+
+/// Its timings, one per run, and the rows each run returned.
+#[derive(Debug, serde::Serialize)]
+pub struct Timed {
+    pub name: String,
+    pub seconds: Vec<f64>,
+    pub rows: Vec<u64>,
+}
+
+/// What `run` measured.
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub open_seconds: f64,
+    pub log_size: u64,
+    pub cases: Vec<Timed>,
+}
+
+/// Runs every case `runs` times, round-robin (case 1..n, then again), so a
+/// slow spell of the machine spreads over all cases instead of one.
+pub fn run(data: &Path, cases: &[Case], runs: usize) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let store = Arc::new(Store::open(data)?);
+    let open_seconds = started.elapsed().as_secs_f64();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let ctx = runtime.block_on(annal_query::sql::session(store.clone()))?;
+    let mut timed: Vec<Timed> = cases
+        .iter()
+        .map(|c| Timed {
+            name: c.name.clone(),
+            seconds: Vec::new(),
+            rows: Vec::new(),
+        })
+        .collect();
+    for _ in 0..runs {
+        for (case, t) in cases.iter().zip(&mut timed) {
+            let started = Instant::now();
+            let answer = runtime
+                .block_on(annal_query::sql::run(&ctx, &case.sql))
+                .map_err(|e| anyhow::anyhow!("{}: {e}\n{}", case.name, case.sql))?;
+            t.seconds.push(started.elapsed().as_secs_f64());
+            t.rows
+                .push(answer.batches.iter().map(|b| b.num_rows() as u64).sum());
+        }
+    }
+    Ok(Report {
+        open_seconds,
+        log_size: store.size(),
+        cases: timed,
+    })
+}
