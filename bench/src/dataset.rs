@@ -10,10 +10,11 @@
 //!   and the fingerprint of the credential it used;
 //! - `cluster.registered` for each cluster first, then `app.sync` (4%, 30%
 //!   of them pruning, 10% failing) and `app.health` (1%);
-//! - every `events / 40` events one cluster's controller credential is
-//!   rotated (`cluster.credential.revoked` + `.issued`), and 0.1% of that
-//!   controller's later writes still use the revoked one: the finding the
-//!   auditor query "revoked credential used again" must surface.
+//! - every `events / 40` events one cluster's Argo CD credential is
+//!   revoked (`cluster.credential.revoked`; the controller moves to the
+//!   next one), and 0.1% of that controller's later writes still use the
+//!   revoked one: the finding the auditor query "revoked credential used
+//!   again" must surface.
 //!
 //! A share `late` of events (after the creations) is held back and
 //! delivered 1,000–200,000 events after its turn, as from a cluster that
@@ -21,7 +22,6 @@
 //! clusters and objects the benchmark's queries ask about, drawn from the
 //! same seed.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
 use annal_schemas::Timestamp;
@@ -29,7 +29,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use crate::inventory::{time_of, Generator, Shape, SPAN, START};
+use crate::inventory::{time_of, Generator, Late, Shape, SPAN, START};
 
 /// People who write by hand (with their own credential), besides controllers.
 const PEOPLE: [&str; 4] = [
@@ -58,25 +58,20 @@ pub struct Params {
 /// Writes `shape.events` JSON lines to `out` and returns the parameters.
 pub fn write(out: &mut impl Write, shape: &Shape, instants: usize) -> anyhow::Result<Params> {
     let mut stream = Stream::new(shape);
-    let mut held: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
-    let mut late = 0;
+    let mut late = Late::new(shape);
+    let mut ready = Vec::new();
     for i in 0..shape.events {
         let event = stream.event(i);
-        if i >= shape.objects && stream.rng.random_bool(shape.late) {
-            let due = i + stream.rng.random_range(1_000..200_000);
-            held.entry(due).or_default().push(event);
-            late += 1;
-        } else {
+        late.route(i, event, &mut stream.rng, &mut ready);
+        for event in ready.drain(..) {
             line(out, &event)?;
         }
-        for due in held.remove(&i).into_iter().flatten() {
-            line(out, &due)?;
-        }
     }
-    for event in held.into_values().flatten() {
+    let held_back = late.count;
+    for event in late.rest() {
         line(out, &event)?;
     }
-    Ok(stream.params(instants, late))
+    Ok(stream.params(instants, held_back))
 }
 
 fn line(out: &mut impl Write, event: &Value) -> anyhow::Result<()> {
@@ -186,8 +181,8 @@ impl Stream {
                "credential": fingerprint(&owner, generation)})
     }
 
-    /// Revokes cluster `c`'s Argo CD credential and issues the next one
-    /// (one event each; the issue follows as the next generation's first use).
+    /// Revokes cluster `c`'s Argo CD credential; its later writes use the
+    /// next generation (one event: the issue is not recorded).
     fn rotate(&mut self, id: &str, time: &str, c: u32) -> Value {
         let owner = format!("{}/argocd", cluster_id(c));
         let old = fingerprint(&owner, self.rotation[c as usize]);

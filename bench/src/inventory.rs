@@ -129,6 +129,48 @@ impl Generator {
     }
 }
 
+/// Late delivery: from the first event after the creations, a share
+/// `late` of events is held back and delivered 1,000–200,000 events after
+/// its turn, as from a cluster that reconnects.
+pub(crate) struct Late {
+    held: std::collections::BTreeMap<u64, Vec<Value>>,
+    share: f64,
+    from: u64,
+    /// Events held back so far.
+    pub(crate) count: u64,
+}
+
+impl Late {
+    pub(crate) fn new(shape: &Shape) -> Late {
+        Late {
+            held: Default::default(),
+            share: shape.late,
+            from: shape.objects,
+            count: 0,
+        }
+    }
+
+    /// Event `i` (in generation order) goes to `out` or is held back;
+    /// then whatever falls due at `i` follows it.
+    pub(crate) fn route(&mut self, i: u64, event: Value, rng: &mut StdRng, out: &mut Vec<Value>) {
+        if i >= self.from && rng.random_bool(self.share) {
+            let due = i + rng.random_range(1_000..200_000);
+            self.held.entry(due).or_default().push(event);
+            self.count += 1;
+        } else {
+            out.push(event);
+        }
+        if let Some(due) = self.held.remove(&i) {
+            out.extend(due);
+        }
+    }
+
+    /// What is still held at the end, in due order.
+    pub(crate) fn rest(self) -> impl Iterator<Item = Value> {
+        self.held.into_values().flatten()
+    }
+}
+
 /// What ingest did.
 pub struct Ingested {
     pub events: u64,
@@ -141,9 +183,8 @@ pub struct Ingested {
 pub fn ingest(store: &Store, shape: &Shape) -> anyhow::Result<Ingested> {
     const BATCH: usize = 4096;
     let mut generator = Generator::new(shape);
-    let mut held: std::collections::BTreeMap<u64, Vec<Value>> = Default::default();
+    let mut late = Late::new(shape);
     let mut batch = Vec::with_capacity(BATCH);
-    let mut late = 0;
     let started = Instant::now();
     let flush = |batch: &mut Vec<Value>| -> anyhow::Result<()> {
         let events = batch
@@ -155,16 +196,7 @@ pub fn ingest(store: &Store, shape: &Shape) -> anyhow::Result<Ingested> {
     };
     for i in 0..shape.events {
         let event = generator.event(i);
-        if i >= shape.objects && generator.rng.random_bool(shape.late) {
-            let due = i + generator.rng.random_range(1_000..200_000);
-            held.entry(due).or_default().push(event);
-            late += 1;
-        } else {
-            batch.push(event);
-        }
-        if let Some(due) = held.remove(&i) {
-            batch.extend(due);
-        }
+        late.route(i, event, &mut generator.rng, &mut batch);
         if batch.len() >= BATCH {
             flush(&mut batch)?;
         }
@@ -175,7 +207,8 @@ pub fn ingest(store: &Store, shape: &Shape) -> anyhow::Result<Ingested> {
             );
         }
     }
-    batch.extend(held.into_values().flatten());
+    let held_back = late.count;
+    batch.extend(late.rest());
     while !batch.is_empty() {
         let rest = batch.split_off(batch.len().min(BATCH));
         flush(&mut batch)?;
@@ -183,7 +216,7 @@ pub fn ingest(store: &Store, shape: &Shape) -> anyhow::Result<Ingested> {
     }
     Ok(Ingested {
         events: shape.events,
-        late,
+        late: held_back,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

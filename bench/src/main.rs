@@ -67,21 +67,8 @@ enum Command {
         /// Ledger directory (created and filled when it holds no ledger).
         #[arg(long)]
         data: PathBuf,
-        /// Clusters.
-        #[arg(long, default_value_t = 100)]
-        clusters: u32,
-        /// Distinct objects.
-        #[arg(long, default_value_t = 1_000_000)]
-        objects: u64,
-        /// Events (the first OBJECTS create, the rest update or delete).
-        #[arg(long, default_value_t = 10_000_000)]
-        events: u64,
-        /// Share of events delivered late.
-        #[arg(long, default_value_t = 0.05)]
-        late: f64,
-        /// RNG seed.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
+        #[command(flatten)]
+        shape: ShapeArgs,
         /// Random instants per question.
         #[arg(long, default_value_t = 20)]
         queries: usize,
@@ -129,16 +116,8 @@ enum Command {
     /// The standard comparison dataset of `bench/run` as Envelope JSONL,
     /// with the parameters its queries use (see `dataset.rs`).
     Dataset {
-        #[arg(long, default_value_t = 100)]
-        clusters: u32,
-        #[arg(long, default_value_t = 1_000_000)]
-        objects: u64,
-        #[arg(long, default_value_t = 10_000_000)]
-        events: u64,
-        #[arg(long, default_value_t = 0.05)]
-        late: f64,
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
+        #[command(flatten)]
+        shape: ShapeArgs,
         /// Random instants for the as-of questions.
         #[arg(long, default_value_t = 10)]
         instants: usize,
@@ -168,6 +147,41 @@ enum Command {
     },
 }
 
+/// A seeded fleet's shape (`inventory` and `dataset`).
+#[derive(clap::Args)]
+struct ShapeArgs {
+    /// Clusters.
+    #[arg(long, default_value_t = 100)]
+    clusters: u32,
+    /// Distinct objects.
+    #[arg(long, default_value_t = 1_000_000)]
+    objects: u64,
+    /// Events (the first OBJECTS create, the rest update or delete).
+    #[arg(long, default_value_t = 10_000_000)]
+    events: u64,
+    /// Share of events delivered late.
+    #[arg(long, default_value_t = 0.05)]
+    late: f64,
+    /// RNG seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+impl ShapeArgs {
+    /// The shape, with at least one cluster and object and enough events
+    /// to create every object after `before_objects` other events.
+    fn shape(&self, before_objects: u64) -> inventory::Shape {
+        let objects = self.objects.max(1);
+        inventory::Shape {
+            clusters: self.clusters.max(1),
+            objects,
+            events: self.events.max(objects + before_objects),
+            late: self.late,
+            seed: self.seed,
+        }
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Envelopes {
@@ -193,22 +207,13 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Stages { input } => stages(&input)?,
         Command::Dataset {
-            clusters,
-            objects,
-            events,
-            late,
-            seed,
+            shape,
             instants,
             out,
             params,
         } => {
-            let shape = inventory::Shape {
-                clusters: clusters.max(1),
-                objects: objects.max(1),
-                events: events.max(objects + u64::from(clusters)),
-                late,
-                seed,
-            };
+            // One registration per cluster comes before the objects.
+            let shape = shape.shape(u64::from(shape.clusters.max(1)));
             let mut w = sink(&out)?;
             let chosen = dataset::write(&mut w, &shape, instants)?;
             w.flush()?;
@@ -260,21 +265,11 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Inventory {
             data,
-            clusters,
-            objects,
-            events,
-            late,
-            seed,
+            shape,
             queries,
             out,
         } => {
-            let shape = inventory::Shape {
-                clusters: clusters.max(1),
-                objects: objects.max(1),
-                events: events.max(objects),
-                late,
-                seed,
-            };
+            let shape = shape.shape(0);
             inventory_bench(&data, &shape, queries, &out)?;
         }
     }
