@@ -113,11 +113,7 @@ def main():
     # data at a time on disk with --low-disk (the export stays for DuckDB). The results file is rewritten
     # after each phase, so a run cut short keeps what it measured.
     def save():
-        results["row_checks"] = row_checks(results["queries"])
-        results["summary"] = summarize(results)
-        results_path.parent.mkdir(parents=True, exist_ok=True)
-        results_path.write_text(json.dumps(results, indent=2) + "\n")
-        results_path.with_suffix(".md").write_text(markdown(results))
+        write_results(results, results_path)
 
     if args.keep and (ledger / "ledger").exists():
         log("reusing the loaded ledger (--keep)")
@@ -144,7 +140,7 @@ def main():
             results["ingest"]["postgresql"] = pg.ingest(dataset, events, ingest_runs)
             save()
         results["queries"]["postgresql"] = pg.queries(
-            [c for c in cases if "postgresql" in c], params, args.runs)
+            [c for c in cases if "postgresql" in c], args.runs)
         save()
         results["verify"]["postgresql"] = pg.verify(args.runs)
     finally:
@@ -169,11 +165,9 @@ def more_ingest_runs(args, results_path, dataset, events, ledger, work):
     pg = Postgres(Path(args.pg_bin), work / "pg")
     pg.start()
     try:
-        for run_ in pg.ingest(dataset, events, args.more_ingest_runs):
-            results["ingest"]["postgresql"].append(run_)
-            results["ingest_runs"] = min(len(v) for v in results["ingest"].values())
-            results["summary"] = summarize(results)
-            results_path.write_text(json.dumps(results, indent=2) + "\n")
+        results["ingest"]["postgresql"] += pg.ingest(dataset, events, args.more_ingest_runs)
+        results["ingest_runs"] = min(len(v) for v in results["ingest"].values())
+        write_results(results, results_path)
         if args.low_disk:
             pg.conn.execute("DROP TABLE events")
     finally:
@@ -181,9 +175,7 @@ def more_ingest_runs(args, results_path, dataset, events, ledger, work):
     for _ in range(args.more_ingest_runs):
         results["ingest"]["annal"] += ingest_annal(args.annal, ledger, dataset, events, 1)
         results["ingest_runs"] = min(len(v) for v in results["ingest"].values())
-        results["summary"] = summarize(results)
-        results_path.write_text(json.dumps(results, indent=2) + "\n")
-        results_path.with_suffix(".md").write_text(markdown(results))
+        write_results(results, results_path)
     if args.low_disk:
         shutil.rmtree(ledger, ignore_errors=True)
     print(markdown(results))
@@ -520,7 +512,7 @@ class Postgres:
                 f"{disk / events:,.0f} bytes/event, {mem.peak_kb / 1024:,.0f} MB PSS")
         return out
 
-    def queries(self, cases, params, runs):
+    def queries(self, cases, runs):
         timings = {c["name"]: {"seconds": [], "rows": []} for c in cases}
         with Sampler(self.data) as mem:
             for _ in range(runs):
@@ -596,6 +588,15 @@ def children(pid):
 
 
 # ---------------------------------------------------------------- results
+
+def write_results(results, path):
+    """The results file (every run, the row checks, the summary) and its table."""
+    results["row_checks"] = row_checks(results["queries"])
+    results["summary"] = summarize(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    path.with_suffix(".md").write_text(markdown(results))
+
 
 def row_checks(queries):
     """Every system must return the same number of rows for each case."""
