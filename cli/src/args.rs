@@ -261,6 +261,18 @@ pub struct ServeArgs {
     /// Ingest requests handled at once (429 with Retry-After above).
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_in_flight: usize,
+    /// Memory one SQL query may reserve (e.g. 512MiB, 2GiB; default an eighth of the machine's memory); over it the query fails with 413.
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, default_value_t = annal_query::sql::limits::default_memory_bytes())]
+    pub query_memory: usize,
+    /// Cancel a SQL query after this long (408).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub query_timeout: std::time::Duration,
+    /// SQL queries run at once (429 with Retry-After above); with --query-memory this bounds the memory of all queries.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_queries: u64,
+    /// Rows in a JSON SQL answer; more are cut and the answer says `"truncated": true` (Arrow IPC answers stream every row).
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sql_max_rows: u64,
     /// First create the ledger if needed, load the bundled examples and print the objects live now.
     #[arg(long)]
     pub demo: bool,
@@ -280,9 +292,15 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// The query, e.g. "SELECT type, count(*) FROM events GROUP BY type".
+    /// The query, e.g. "SELECT type, count(*) FROM events GROUP BY type". Queries only: COPY, CREATE, INSERT, SET and the like are refused (exit 2).
     #[arg(value_name = "QUERY")]
     pub query: String,
+    /// Memory the query may reserve (e.g. 512MiB, 2GiB; default an eighth of the machine's memory).
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, default_value_t = annal_query::sql::limits::default_memory_bytes())]
+    pub query_memory: usize,
+    /// Cancel the query after this long (e.g. 30s, 5m; default none).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub query_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -573,7 +591,6 @@ pub enum QuarantineCommand {
     },
 }
 
-/// RFC 3339, `now`, or `now-2h`-style offsets.
 /// `<n>s`, `<n>m`, `<n>h`, `<n>d` or `<n>w`.
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     annal_schemas::duration_seconds(s)
@@ -581,6 +598,12 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration like 7d, 12h, 30m or 0s"))
 }
 
+/// `512MiB`, `2GiB`, or bytes.
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    annal_query::sql::limits::parse_bytes(s)
+}
+
+/// RFC 3339, `now`, or `now-2h`-style offsets.
 fn parse_time(s: &str) -> Result<annal_schemas::Timestamp, String> {
     annal_schemas::Timestamp::parse_at(s, annal_schemas::Timestamp::now())
         .map_err(|e| e.to_string())

@@ -9,6 +9,7 @@ mod ingest;
 mod kafka;
 mod proofs;
 mod prune;
+mod read_only;
 mod redaction;
 mod reports;
 mod serve;

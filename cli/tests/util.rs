@@ -141,3 +141,116 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// `annal serve` on a loopback port of its own, killed when dropped; its
+/// stderr is kept (and drained, so the server never blocks on it).
+pub struct Server {
+    pub child: Killed,
+    pub addr: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `annal serve --listen 127.0.0.1:0 ARGS` over `ledger` and
+    /// waits for its first line, which names the address.
+    pub fn start(ledger: &Ledger, args: &[&str]) -> Server {
+        use std::io::BufRead;
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let mut child = Killed(
+            ledger
+                .command(&all)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut reader = std::io::BufReader::new(child.0.stderr.take().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let addr = served_address(&line, "http");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(line));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Server { child, addr, log }
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// One HTTP/1.1 request with a text body: (status, body).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, String) {
+        self.request_typed(method, path, token, "text/plain", body)
+    }
+
+    /// `POST /v1/sql` with `{"query": ...}`: (status, the JSON answer).
+    pub fn sql(&self, token: Option<&str>, query: &str) -> (u16, serde_json::Value) {
+        let body = serde_json::json!({ "query": query }).to_string();
+        let (status, text) =
+            self.request_typed("POST", "/v1/sql", token, "application/json", &body);
+        let doc = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{query}: answer is not JSON ({e}): {text}"));
+        (status, doc)
+    }
+
+    /// One HTTP/1.1 request: (status, body).
+    pub fn request_typed(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        content_type: &str,
+        body: &str,
+    ) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        let status = response
+            .get(9..12)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no HTTP status in {response:?}"));
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// Resident memory of the server process, from /proc, in bytes.
+    pub fn rss_bytes(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.child.0.id())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        kib * 1024
+    }
+}

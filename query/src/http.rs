@@ -26,9 +26,18 @@
 //! (with `needs_approval`, or `holds` for the fence); the gate itself is the
 //! caller's, as HTTP has no exit codes.
 //!
-//! Bad SQL and bad times are 400 with `{"error": "..."}` naming the
-//! problem; a failing store is 500 without details (they go to stderr).
-//! Authentication and roles wrap this router where it is served.
+//! SQL is read-only and bounded ([`crate::sql::policy`],
+//! [`crate::sql::limits`]): a statement that is not a query is 403, a query
+//! over its memory 413, past its time 408 (cancelled), and more queries at
+//! once than the server runs 429 with `Retry-After`. A JSON answer holds at
+//! most `max_json_rows` rows and says `"truncated": true` past them; an
+//! Arrow IPC answer streams every row.
+//!
+//! Every error is `{"error": "...", "code": "..."}` with a stable `code`
+//! (`bad_request`, `not_found`, `conflict`, `not_allowed`, `memory_limit`,
+//! `timeout`, `busy`, `internal`). Bad SQL and bad times are 400 naming the
+//! problem; a failing store or a panic is 500 without details (they go to
+//! stderr). Authentication and roles wrap this router where it is served.
 
 /// A line on stderr that never panics: a server whose stderr was closed
 /// (its parent went away) must keep serving and shut down cleanly.
@@ -44,13 +53,14 @@ use std::sync::Arc;
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 
 use crate::inventory::{self, AsOf};
 use crate::{backup, fence, placement, proof, prune, rollout, takeover};
@@ -59,8 +69,16 @@ use crate::{sql, QueryError};
 /// The media type of an Arrow IPC stream.
 pub const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 
-/// The read routes over `store`.
-pub fn router(store: Arc<Store>) -> Router {
+/// The read routes over `store`, with SQL bounded by `limits` and at most
+/// `max_queries` SQL queries at once.
+pub fn router(store: Arc<Store>, limits: sql::Limits, max_queries: usize) -> Router {
+    let state = Read {
+        store,
+        sql: Arc::new(SqlService {
+            limits,
+            slots: Arc::new(Semaphore::new(max_queries.max(1))),
+        }),
+    };
     Router::new()
         .route("/v1/sql", post(run_sql))
         .route("/v1/inventory", get(inventory))
@@ -74,7 +92,28 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/v1/checkpoint", get(checkpoint))
         .route("/v1/proof/inclusion", get(proof_inclusion))
         .route("/v1/proof/consistency", get(proof_consistency))
-        .with_state(store)
+        .with_state(state)
+}
+
+/// The state of the read routes: the store, and what bounds SQL.
+#[derive(Clone)]
+struct Read {
+    store: Arc<Store>,
+    sql: Arc<SqlService>,
+}
+
+impl FromRef<Read> for Arc<Store> {
+    fn from_ref(read: &Read) -> Arc<Store> {
+        read.store.clone()
+    }
+}
+
+/// The bounds of `POST /v1/sql`.
+struct SqlService {
+    limits: sql::Limits,
+    /// One permit per query running (an Arrow answer holds its permit
+    /// until its last byte is sent).
+    slots: Arc<Semaphore>,
 }
 
 /// What a read request can fail with.
@@ -86,8 +125,32 @@ pub enum ApiError {
     NotFound(String),
     /// The caller's checkpoint disagrees with this log: 409 with the reason.
     Conflict(String),
+    /// A statement that is not allowed (SQL that is not a query): 403.
+    NotAllowed(String),
+    /// A query over its memory limit: 413 naming the limit.
+    MemoryLimit(String),
+    /// A query past its time limit: 408 naming the limit.
+    Timeout(String),
+    /// More queries at once than the server runs: 429 with Retry-After.
+    Busy(String),
     /// The server failed: 500, details logged, not returned.
     Internal(String),
+}
+
+impl ApiError {
+    /// The status and stable code of this error.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            ApiError::NotAllowed(_) => (StatusCode::FORBIDDEN, "not_allowed"),
+            ApiError::MemoryLimit(_) => (StatusCode::PAYLOAD_TOO_LARGE, "memory_limit"),
+            ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "timeout"),
+            ApiError::Busy(_) => (StatusCode::TOO_MANY_REQUESTS, "busy"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
 }
 
 impl From<QueryError> for ApiError {
@@ -96,11 +159,18 @@ impl From<QueryError> for ApiError {
             QueryError::Sql(_)
             | QueryError::Time { .. }
             | QueryError::BadInput(_)
+            | QueryError::Evaluation(_)
             | QueryError::Store(annal_store::StoreError::Proof(_)) => {
                 ApiError::BadRequest(e.to_string())
             }
             QueryError::NotFound(_) => ApiError::NotFound(e.to_string()),
             QueryError::Diverged(_) => ApiError::Conflict(e.to_string()),
+            QueryError::NotAllowed(_) => ApiError::NotAllowed(e.to_string()),
+            QueryError::MemoryLimit { ref detail, .. } => {
+                log!("annal: SQL query over its memory limit: {detail}");
+                ApiError::MemoryLimit(e.to_string())
+            }
+            QueryError::Timeout { .. } => ApiError::Timeout(e.to_string()),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -108,52 +178,84 @@ impl From<QueryError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        match self {
-            ApiError::BadRequest(reason) => {
-                (StatusCode::BAD_REQUEST, Json(json!({"error": reason}))).into_response()
-            }
-            ApiError::NotFound(reason) => {
-                (StatusCode::NOT_FOUND, Json(json!({"error": reason}))).into_response()
-            }
-            ApiError::Conflict(reason) => {
-                (StatusCode::CONFLICT, Json(json!({"error": reason}))).into_response()
-            }
+        let (status, code) = self.status_and_code();
+        let reason = match self {
             ApiError::Internal(detail) => {
                 log!("annal: internal error: {detail}");
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    Json(json!({"error": "internal error (see the server log)"})),
-                )
-                    .into_response()
+                "internal error (see the server log)".to_string()
             }
+            ApiError::BadRequest(r)
+            | ApiError::NotFound(r)
+            | ApiError::Conflict(r)
+            | ApiError::NotAllowed(r)
+            | ApiError::MemoryLimit(r)
+            | ApiError::Timeout(r)
+            | ApiError::Busy(r) => r,
+        };
+        let body = Json(json!({"error": reason, "code": code}));
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return (status, [(header::RETRY_AFTER, "1")], body).into_response();
         }
+        (status, body).into_response()
     }
 }
 
 async fn run_sql(
-    State(store): State<Arc<Store>>,
+    State(read): State<Read>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let service = read.sql.clone();
     let query = query_text(&headers, &body)?;
-    let ctx = sql::session(store).await?;
-    let answer = sql::run(&ctx, &query).await?;
+    let Ok(permit) = service.slots.clone().try_acquire_owned() else {
+        service.limits.usage.count(sql::limits::Stopped::Busy);
+        return Err(ApiError::Busy(
+            "the server is running as many SQL queries as it allows (--max-queries); retry later"
+                .into(),
+        ));
+    };
+    let ctx = sql::session_with(read.store, &service.limits).await?;
     let wants_arrow = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains(ARROW_STREAM));
     if wants_arrow {
-        let bytes = arrow_stream(&answer)?;
-        return Ok(([(header::CONTENT_TYPE, ARROW_STREAM)], bytes).into_response());
+        let mut rows = sql::stream(&ctx, &query).await?;
+        // Wait for the first batch before answering, so that a query that
+        // fails before producing rows (most do, when they fail) still gets
+        // its status and code.
+        let first = match rows.next().await {
+            Some(Err(e)) => return Err(e.into()),
+            first => first.and_then(Result::ok),
+        };
+        return Ok((
+            [(header::CONTENT_TYPE, ARROW_STREAM)],
+            axum::body::Body::from_stream(arrow_stream(rows, first, permit)),
+        )
+            .into_response());
     }
+    // One row past the cap tells a cut answer from one that fits exactly.
+    let cap = service.limits.max_json_rows;
+    let answer = sql::run_capped(&ctx, &query, Some(cap.saturating_add(1))).await?;
+    drop(permit);
     let columns: Vec<Value> = answer
         .schema
         .fields()
         .iter()
         .map(|f| json!({"name": f.name(), "type": f.data_type().to_string()}))
         .collect();
-    let rows = sql::rows_as_json(&answer)?;
-    Ok(Json(json!({"columns": columns, "rows": rows})).into_response())
+    let mut rows = sql::rows_as_json(&answer)?;
+    let truncated = rows.len() > cap;
+    rows.truncate(cap);
+    let mut doc = json!({"columns": columns, "rows": rows});
+    if truncated {
+        doc["truncated"] = json!(true);
+        doc["row_limit"] = json!(cap);
+        doc["note"] = json!(format!(
+            "result truncated at {cap} rows (--sql-max-rows); ask for Accept: {ARROW_STREAM} to stream every row"
+        ));
+    }
+    Ok(Json(doc).into_response())
 }
 
 /// The SQL text of a request: JSON `{"query": ...}` or the raw body.
@@ -182,17 +284,66 @@ fn query_text(headers: &HeaderMap, body: &[u8]) -> Result<String, ApiError> {
     Ok(text)
 }
 
-fn arrow_stream(answer: &sql::Answer) -> Result<Vec<u8>, ApiError> {
+/// An Arrow IPC stream of `rows`, encoded batch by batch as they come. A
+/// failure after the first bytes (the time limit, say) can no longer change
+/// the status: the body ends without the end-of-stream marker, so a reader
+/// sees a broken stream rather than a short answer, and the reason goes to
+/// the server's log.
+fn arrow_stream(
+    rows: sql::Rows,
+    first: Option<datafusion::arrow::array::RecordBatch>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
     use datafusion::arrow::ipc::writer::StreamWriter;
-    let internal = |e: datafusion::arrow::error::ArrowError| ApiError::Internal(e.to_string());
-    let mut out = Vec::new();
-    let mut writer = StreamWriter::try_new(&mut out, &answer.schema).map_err(internal)?;
-    for batch in &answer.batches {
-        writer.write(batch).map_err(internal)?;
+    enum State {
+        Start(sql::Rows, Option<datafusion::arrow::array::RecordBatch>),
+        Batches(sql::Rows, StreamWriter<Vec<u8>>),
+        Done,
     }
-    writer.finish().map_err(internal)?;
-    drop(writer);
-    Ok(out)
+    let broken = |e: String| {
+        log!("annal: SQL answer stopped: {e}");
+        std::io::Error::other(e)
+    };
+    futures::stream::unfold(
+        (State::Start(rows, first), permit),
+        move |(state, permit)| async move {
+            match state {
+                State::Done => None,
+                State::Start(rows, first) => {
+                    let head = StreamWriter::try_new(Vec::new(), &rows.schema).and_then(|mut w| {
+                        if let Some(batch) = &first {
+                            w.write(batch)?;
+                        }
+                        Ok(w)
+                    });
+                    match head {
+                        Ok(mut writer) => {
+                            let head = Bytes::from(std::mem::take(writer.get_mut()));
+                            Some((Ok(head), (State::Batches(rows, writer), permit)))
+                        }
+                        Err(e) => Some((Err(broken(e.to_string())), (State::Done, permit))),
+                    }
+                }
+                State::Batches(mut rows, mut writer) => match rows.next().await {
+                    Some(Ok(batch)) => match writer.write(&batch) {
+                        Ok(()) => {
+                            let bytes = Bytes::from(std::mem::take(writer.get_mut()));
+                            Some((Ok(bytes), (State::Batches(rows, writer), permit)))
+                        }
+                        Err(e) => Some((Err(broken(e.to_string())), (State::Done, permit))),
+                    },
+                    Some(Err(e)) => Some((Err(broken(e.to_string())), (State::Done, permit))),
+                    None => match writer.finish() {
+                        Ok(()) => {
+                            let tail = Bytes::from(std::mem::take(writer.get_mut()));
+                            Some((Ok(tail), (State::Done, permit)))
+                        }
+                        Err(e) => Some((Err(broken(e.to_string())), (State::Done, permit))),
+                    },
+                },
+            }
+        },
+    )
 }
 
 /// Query string of `GET /v1/inventory`.

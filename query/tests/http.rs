@@ -33,7 +33,10 @@ fn store() -> (tempfile::TempDir, Arc<Store>) {
 }
 
 async fn send(store: &Arc<Store>, req: Request<Body>) -> (StatusCode, Vec<u8>) {
-    let res = router(store.clone()).oneshot(req).await.unwrap();
+    let res = router(store.clone(), annal_query::sql::Limits::default(), 4)
+        .oneshot(req)
+        .await
+        .unwrap();
     let status = res.status();
     (
         status,
@@ -213,4 +216,154 @@ async fn the_recovery_gates_answer_over_http_with_their_verdicts() {
     let (status, r) = get_json(&store, &format!("/v1/rollout/status?revision=A&{at}")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(r["cohorts"], json!([]));
+}
+
+async fn send_with(
+    store: &Arc<Store>,
+    limits: annal_query::sql::Limits,
+    req: Request<Body>,
+) -> (StatusCode, Value) {
+    let res = router(store.clone(), limits, 4).oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[tokio::test]
+async fn sql_that_is_not_a_query_is_403_with_a_stable_code() {
+    let (_dir, store) = store();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("x.csv");
+    let copy = format!("COPY (SELECT 1 AS a) TO '{}'", file.display());
+    for (body, statement) in [
+        (copy.as_str(), "COPY"),
+        ("CREATE TABLE t AS SELECT 1", "CREATE TABLE"),
+        ("SET datafusion.execution.target_partitions = 64", "SET"),
+    ] {
+        let as_json = json!({ "query": body }).to_string();
+        let (status, error) = send_with(
+            &store,
+            Default::default(),
+            post_sql(&as_json, "application/json", "*/*"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}: {error}");
+        assert_eq!(error["code"], "not_allowed");
+        let reason = error["error"].as_str().unwrap();
+        assert!(
+            reason.starts_with(&format!(
+                "{statement} is not allowed: annal's SQL is read-only"
+            )),
+            "{reason}"
+        );
+    }
+    assert!(!file.exists());
+    // An Arrow answer is planned, and refused, the same way.
+    let (status, error) = send_with(
+        &store,
+        Default::default(),
+        post_sql(&copy, "text/plain", ARROW_STREAM),
+    )
+    .await;
+    assert_eq!(
+        (status, &error["code"]),
+        (StatusCode::FORBIDDEN, &json!("not_allowed"))
+    );
+    assert!(!file.exists());
+}
+
+#[tokio::test]
+async fn json_answers_are_capped_and_say_so_and_arrow_streams_every_row() {
+    let (_dir, store) = store();
+    let limits = || annal_query::sql::Limits {
+        max_json_rows: 1000,
+        ..Default::default()
+    };
+    let q = "SELECT value FROM generate_series(1, 2500)";
+    let (status, answer) = send_with(&store, limits(), post_sql(q, "text/plain", "*/*")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["rows"].as_array().unwrap().len(), 1000);
+    assert_eq!(answer["truncated"], true);
+    assert_eq!(answer["row_limit"], 1000);
+    assert!(answer["note"].as_str().unwrap().contains("1000 rows"));
+    // Exactly at the cap is not cut.
+    let q = "SELECT value FROM generate_series(1, 1000)";
+    let (_, answer) = send_with(&store, limits(), post_sql(q, "text/plain", "*/*")).await;
+    assert_eq!(answer["rows"].as_array().unwrap().len(), 1000);
+    assert!(answer.get("truncated").is_none(), "{}", answer["truncated"]);
+
+    let q = "SELECT value FROM generate_series(1, 250000)";
+    let res = router(store.clone(), limits(), 4)
+        .oneshot(post_sql(q, "text/plain", ARROW_STREAM))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = to_bytes(res.into_body(), 64 << 20).await.unwrap();
+    let reader =
+        datafusion::arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(body), None)
+            .unwrap();
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 250_000);
+}
+
+#[tokio::test]
+async fn a_query_over_its_memory_is_413_and_the_next_one_answers() {
+    let (_dir, store) = store();
+    let limits = || annal_query::sql::Limits {
+        memory_bytes: 16 << 20,
+        ..Default::default()
+    };
+    let big = "SELECT (v * 48271) % 2147483647 AS k, count(*) FROM generate_series(1, 2000000) AS t(v) GROUP BY k";
+    for accept in ["*/*", ARROW_STREAM] {
+        let (status, error) =
+            send_with(&store, limits(), post_sql(big, "text/plain", accept)).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{error}");
+        assert_eq!(error["code"], "memory_limit");
+        assert!(
+            error["error"].as_str().unwrap().contains("16 MiB"),
+            "{error}"
+        );
+    }
+    let (status, answer) = send_with(
+        &store,
+        limits(),
+        post_sql("SELECT count(*) AS n FROM events", "text/plain", "*/*"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["rows"][0]["n"], 3);
+}
+
+#[tokio::test]
+async fn more_queries_than_the_server_runs_are_429_with_retry_after() {
+    let (_dir, store) = store();
+    let app = router(store.clone(), Default::default(), 1);
+    // An Arrow answer holds its slot until its body is read to the end.
+    let held = app
+        .clone()
+        .oneshot(post_sql(
+            "SELECT value FROM generate_series(1, 1000000)",
+            "text/plain",
+            ARROW_STREAM,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(held.status(), StatusCode::OK);
+    let busy = app
+        .clone()
+        .oneshot(post_sql("SELECT 1", "text/plain", "*/*"))
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(busy.headers()[header::RETRY_AFTER], "1");
+    let error: Value =
+        serde_json::from_slice(&to_bytes(busy.into_body(), 1 << 20).await.unwrap()).unwrap();
+    assert_eq!(error["code"], "busy");
+    // Reading the held answer to its end frees the slot.
+    to_bytes(held.into_body(), 64 << 20).await.unwrap();
+    let again = app
+        .oneshot(post_sql("SELECT 1", "text/plain", "*/*"))
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
 }

@@ -51,8 +51,16 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         .kafka_brokers
         .as_ref()
         .map(|_| Arc::new(annal_ingest::sources::kafka::Metrics::default()));
+    let sql_limits = annal_query::sql::Limits {
+        memory_bytes: args.query_memory,
+        timeout: Some(args.query_timeout),
+        max_json_rows: usize::try_from(args.sql_max_rows).unwrap_or(usize::MAX),
+        usage: Arc::new(annal_query::sql::limits::Usage::default()),
+    };
+    let sql_usage = sql_limits.usage.clone();
     let (exposition, kafka_exposition) = (metrics.clone(), kafka_metrics.clone());
-    let mut app = annal_query::http::router(store.clone())
+    let max_queries = usize::try_from(args.max_queries).unwrap_or(usize::MAX);
+    let mut app = annal_query::http::router(store.clone(), sql_limits, max_queries)
         .merge(annal_ingest::sources::http::router(
             store.clone(),
             limits,
@@ -65,6 +73,7 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
             "/metrics",
             get(move || {
                 let mut text = exposition.render();
+                text.push_str(&sql_usage.render());
                 if let Some(k) = &kafka_exposition {
                     text.push_str(&k.render());
                 }
@@ -85,6 +94,19 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
             crate::auth::check,
         ));
     }
+    // A panic in a handler is a 500 with a stable body; its message stays
+    // in the server log (the panic hook prints it there).
+    app = app.layer(tower_http::catch_panic::CatchPanicLayer::custom(
+        |_: Box<dyn std::any::Any + Send>| {
+            axum::response::IntoResponse::into_response((
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                axum::Json(serde_json::json!({
+                    "error": "internal error (see the server log)",
+                    "code": "internal",
+                })),
+            ))
+        },
+    ));
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(runtime.block_on(tls_config(cert, key))?),
         _ => None,

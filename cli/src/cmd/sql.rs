@@ -15,12 +15,23 @@ pub fn run(store: Store, args: &SqlArgs, printer: &Printer) -> anyhow::Result<Ex
         .enable_all()
         .build()?;
     let answer = runtime.block_on(async {
-        let ctx = annal_query::sql::session(Arc::new(store)).await?;
+        let limits = annal_query::sql::Limits {
+            memory_bytes: args.query_memory,
+            timeout: args.query_timeout,
+            ..annal_query::sql::Limits::default()
+        };
+        let ctx = annal_query::sql::session_with(Arc::new(store), &limits).await?;
         annal_query::sql::run(&ctx, &args.query).await
     });
     let answer = match answer {
         Ok(a) => a,
-        Err(e @ annal_query::QueryError::Sql(_)) => return Err(UsageError(e.to_string()).into()),
+        // Not a query, bad SQL, or a query that fails on its own values:
+        // the caller's to fix (exit 2).
+        Err(
+            e @ (annal_query::QueryError::Sql(_)
+            | annal_query::QueryError::NotAllowed(_)
+            | annal_query::QueryError::Evaluation(_)),
+        ) => return Err(UsageError(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
     let columns: Vec<String> = answer

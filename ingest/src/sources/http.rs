@@ -234,8 +234,20 @@ impl Drop for InFlight {
     }
 }
 
+/// `{"error", "code"}` with the stable code of `status` (as the read
+/// routes answer).
 fn error(status: StatusCode, reason: String) -> Response {
-    (status, Json(json!({"error": reason}))).into_response()
+    (status, Json(json!({"error": reason, "code": code(status)}))).into_response()
+}
+
+fn code(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+        StatusCode::TOO_MANY_REQUESTS => "busy",
+        _ => "internal",
+    }
 }
 
 /// Keeps the first rejection's reason, for a 400.
@@ -273,7 +285,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
         return (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, "1")],
-            Json(json!({"error": "ingest is at capacity; retry later"})),
+            Json(json!({"error": "ingest is at capacity; retry later", "code": "busy"})),
         )
             .into_response();
     };
@@ -326,6 +338,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
             if summary.appended + summary.duplicates == 0 && summary.rejected > 0 {
                 let mut body = counts;
                 body["error"] = json!(first.unwrap_or_else(|| "no record decodes".into()));
+                body["code"] = json!("bad_request");
                 return (StatusCode::BAD_REQUEST, Json(body)).into_response();
             }
             (StatusCode::OK, Json(counts)).into_response()
@@ -337,6 +350,13 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
                 "ingest failed (see the server log)".into(),
             )
         }
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        // The ingest task panicked: its message stays in the log.
+        Err(e) => {
+            log!("annal: ingest task failed: {e}");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "ingest failed (see the server log)".into(),
+            )
+        }
     }
 }

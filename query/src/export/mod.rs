@@ -76,7 +76,7 @@ pub async fn parquet(
             "SELECT * EXCLUDE (cluster), coalesce(cluster, '_none') AS cluster, \
              to_char(\"{time}\", '%Y-%m-%d') AS day FROM {table}"
         );
-        let df = ctx.sql(&query).await?;
+        let df = sql::dataframe(&ctx, &query).await?;
         let mut writer: Option<hive::HiveWriter> = None;
         let mut stream = df.execute_stream().await?;
         while let Some(batch) = stream.next().await {
