@@ -297,7 +297,7 @@ fn arrow_stream(
     use datafusion::arrow::ipc::writer::StreamWriter;
     enum State {
         Start(sql::Rows, Option<datafusion::arrow::array::RecordBatch>),
-        Batches(sql::Rows, StreamWriter<Vec<u8>>),
+        Batches(sql::Rows, Box<StreamWriter<Vec<u8>>>),
         Done,
     }
     let broken = |e: String| {
@@ -319,7 +319,7 @@ fn arrow_stream(
                     match head {
                         Ok(mut writer) => {
                             let head = Bytes::from(std::mem::take(writer.get_mut()));
-                            Some((Ok(head), (State::Batches(rows, writer), permit)))
+                            Some((Ok(head), (State::Batches(rows, Box::new(writer)), permit)))
                         }
                         Err(e) => Some((Err(broken(e.to_string())), (State::Done, permit))),
                     }
