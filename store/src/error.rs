@@ -57,6 +57,15 @@ pub enum StoreError {
     /// A proof that cannot be built (an index or size outside the log).
     #[error(transparent)]
     Proof(#[from] crate::proof::ProofError),
+    /// A key index (`DATA/index/`) failed; it is a cache, rebuilt from the
+    /// leaves by `annal reindex` (and on open when it cannot be read).
+    #[error("key index {}: {reason}", .path.display())]
+    Index {
+        /// The index directory.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
     /// The embedded database failed (including "locked by another process").
     #[error("storage: {0}")]
     Sled(#[from] sled::Error),

@@ -4,13 +4,14 @@
 //! DATA/log/<first index>.jsonl leaf files: one JCS canonical entry per line
 //! DATA/log/offsets            20 bytes per leaf: segment u64, offset u64, length u32
 //! DATA/log/tree               32-byte Merkle node hashes in in-order position (see tree.rs)
-//! DATA/ledger/                sled database
+//! DATA/ledger/                sled database: the small commit record
 //!   tree "log"                committed in one atomic batch per commit:
-//!     'I' ‖ id                envelope id → u64be index (idempotency)
 //!     'M' ‖ name              meta: size, recorded_at, checkpoint
 //!     'O' ‖ source ‖ 0 ‖ partition  next offset to consume (Kafka), u64be
 //!   tree "quarantine"         rejected input, keyed by content hash
-//!   tree "idx.*"              derived indexes (caches, rebuilt by `annal reindex`)
+//!   tree "idx.versions"       the object version index's state (derived)
+//! DATA/index/                 key indexes (fjall; derived, see key_index.rs):
+//!                             ids, cluster and type time orders, watermark
 //! DATA/versions/<n>/          object version index files (derived, see versions/)
 //! DATA/keys/checkpoint.key    Ed25519 signing key, mode 0600
 //! DATA/keys/checkpoint.vkey   its public key, for auditors
@@ -22,7 +23,11 @@ use std::path::{Path, PathBuf};
 pub(crate) const LOG_TREE: &str = "log";
 pub(crate) const QUARANTINE_TREE: &str = "quarantine";
 
+/// The first layout kept each envelope id in the `log` tree as `'I' ‖ id`
+/// and the time orders in these trees; a store that finds them moves them
+/// to the key indexes and deletes them.
 pub(crate) const ID_PREFIX: &[u8] = b"I";
+pub(crate) const FIRST_LAYOUT_TREES: [&str; 2] = ["idx.cluster_time", "idx.type_time"];
 pub(crate) const META_SIZE: &[u8] = b"Msize";
 pub(crate) const META_RECORDED_AT: &[u8] = b"Mrecorded_at";
 pub(crate) const META_CHECKPOINT: &[u8] = b"Mcheckpoint";
@@ -71,6 +76,11 @@ impl DataDir {
         self.root.join("log")
     }
 
+    /// The key indexes (ids, cluster and type time orders): derived.
+    pub fn key_index(&self) -> PathBuf {
+        self.root.join("index")
+    }
+
     /// The object version index files (a derived index).
     pub fn versions(&self) -> PathBuf {
         self.root.join("versions")
@@ -111,16 +121,6 @@ impl DataDir {
     pub fn checkpoint(&self) -> PathBuf {
         self.root.join("checkpoint")
     }
-}
-
-/// `'I' ‖ id`. Raw ids (at most 512 bytes, see the schema) keep whatever
-/// locality producers give them (sequence numbers, time-ordered ids), which
-/// sled rewards: hashing them made the index a third slower.
-pub(crate) fn id_key(id: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(id.len() + 1);
-    k.extend_from_slice(ID_PREFIX);
-    k.extend_from_slice(id.as_bytes());
-    k
 }
 
 pub(crate) fn u64_value(bytes: &[u8]) -> Option<u64> {

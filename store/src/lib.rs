@@ -1,4 +1,4 @@
-//! The annal store: an append-only, BLAKE3-hashed Merkle log on sled.
+//! The annal store: an append-only, BLAKE3-hashed Merkle log.
 //!
 //! [`Store`] is the one type most callers need: [`Store::init`] creates a
 //! ledger and its Ed25519 checkpoint key, [`Store::open`] proves the
@@ -9,8 +9,10 @@
 //! The pieces are separate modules because auditors use them without the
 //! store: [`merkle`] (RFC 6962 hashing with BLAKE3), [`proof`] (inclusion
 //! and consistency proofs), [`Entry`] (the JCS leaf format) and
-//! [`checkpoint`] (C2SP signed notes). Derived indexes are caches
-//! in their own sled trees, rebuilt by [`Store::reindex`].
+//! [`checkpoint`] (C2SP signed notes). sled holds only the small atomic
+//! commit record; the indexes (ids, time orders, object versions) are
+//! caches of the leaves, caught up from a watermark on open and rebuilt by
+//! [`Store::reindex`].
 //!
 //! ```
 //! # let dir = tempfile::tempdir().unwrap();
@@ -31,8 +33,10 @@ pub mod checkpoint;
 mod derived;
 mod entry;
 mod error;
+mod key_index;
 mod keys;
 mod layout;
+mod leaf_check;
 mod leaves;
 mod log;
 pub mod merkle;
@@ -49,7 +53,9 @@ pub use derived::ScanKey;
 pub use entry::Entry;
 pub use error::StoreError;
 pub use layout::DataDir;
-pub use log::{AppendOutcome, InitReport, RawLeaf, SourceOffset, Status, Store, DEFAULT_ORIGIN};
+pub use log::{
+    AppendOutcome, InitReport, RawLeaf, Rebuild, SourceOffset, Status, Store, DEFAULT_ORIGIN,
+};
 pub use quarantine::{Quarantine, QuarantineRecord, Rejection};
 pub use verify::{Problem, VerifyReport};
 

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use annal_schemas::{Envelope, Timestamp};
@@ -10,6 +11,7 @@ use annal_schemas::{Envelope, Timestamp};
 use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{sign_note, Checkpoint, NoteSigner, NoteVerifier};
 use crate::derived::{Derived, Facts, ScanKey};
+use crate::key_index::{KeyIndex, Opened};
 use crate::keys;
 use crate::layout::{self, DataDir};
 use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES};
@@ -35,9 +37,30 @@ pub struct Store {
     db: sled::Db,
     log: sled::Tree,
     quarantine: sled::Tree,
+    /// Ids and the cluster/type time orders (see [`crate::key_index`]).
+    keys: KeyIndex,
+    /// The log size `keys` covers, as last written here (`u64::MAX`: not
+    /// known to match the log; checked and caught up before use).
+    keys_mark: AtomicU64,
     derived: Derived,
     derived_lock: Mutex<()>,
     writer: Mutex<Writer>,
+}
+
+/// What opening a ledger rebuilt, for a progress line: the store is a
+/// library and prints nothing itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rebuild {
+    /// The key indexes are being built from `entries` leaves, and why
+    /// (a ledger in the first layout, a damaged or missing index).
+    KeyIndexes {
+        /// Leaves to replay.
+        entries: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The first layout's sled keys are being removed after the rebuild.
+    OldLayoutRemoved,
 }
 
 /// Mutable state behind the single-writer lock.
@@ -180,7 +203,7 @@ impl Store {
             });
         }
         let signer = keys::create(&dir, origin)?;
-        let store = Store::open_dir(dir)?;
+        let store = Store::open_dir(dir, &mut |_| {})?;
         store.db.flush()?;
         Ok(InitReport {
             origin: signer.name().to_string(),
@@ -192,13 +215,23 @@ impl Store {
     /// the last signed checkpoint. If it does not, the store still opens (so
     /// it can be inspected and verified) but refuses every write, saying why.
     pub fn open(dir: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_reporting(dir, &mut |_| {})
+    }
+
+    /// [`Store::open`], telling `report` before any long rebuild starts
+    /// (the first open of a ledger written in an older layout, or of one
+    /// whose key indexes were lost or damaged).
+    pub fn open_reporting(
+        dir: impl AsRef<Path>,
+        report: &mut dyn FnMut(Rebuild),
+    ) -> Result<Store, StoreError> {
         let dir = DataDir::new(dir.as_ref());
         if !dir.db().exists() {
             return Err(StoreError::NotInitialized {
                 path: dir.root().to_path_buf(),
             });
         }
-        Store::open_dir(dir)
+        Store::open_dir(dir, report)
     }
 
     /// Sets the size at which a new leaf file is started (tests use small
@@ -208,10 +241,11 @@ impl Store {
         self
     }
 
-    fn open_dir(dir: DataDir) -> Result<Store, StoreError> {
+    fn open_dir(dir: DataDir, report: &mut dyn FnMut(Rebuild)) -> Result<Store, StoreError> {
         let db = open_db(&dir)?;
         let log = db.open_tree(layout::LOG_TREE)?;
         let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
+        let (keys, opened) = KeyIndex::open(&dir.key_index())?;
         let derived = Derived::open(&db, dir.versions())?;
         let signer = keys::read_signer(&dir)?;
         let co_signer = keys::read_previous(&dir)?;
@@ -242,10 +276,13 @@ impl Store {
             db,
             log,
             quarantine,
+            keys,
+            keys_mark: AtomicU64::new(u64::MAX),
             derived,
             derived_lock: Mutex::new(()),
         };
         store.recover()?;
+        store.recover_keys(opened, report)?;
         Ok(store)
     }
 
@@ -312,11 +349,15 @@ impl Store {
         let mut seen: HashSet<String> = HashSet::new();
         let mut duplicates = 0u64;
         let first = w.frontier.size();
+        // Dedup needs every committed id in the index.
+        if self.keys_mark.load(Ordering::Acquire) != first {
+            self.catch_up_keys(&w, &mut |_| {})?;
+        }
         let mut ids = Vec::with_capacity(events.len());
         let mut leaves = Vec::with_capacity(events.len());
         let mut facts = Vec::with_capacity(events.len());
         for prepared in events {
-            if seen.contains(&prepared.id) || self.log.contains_key(layout::id_key(&prepared.id))? {
+            if seen.contains(&prepared.id) || self.keys.id(&prepared.id)?.is_some() {
                 duplicates += 1;
                 continue;
             }
@@ -351,13 +392,25 @@ impl Store {
                 size: first,
             });
         }
-        let result = self.commit(&mut w, first, recorded_at, &leaves, &ids, offset_batch);
+        let result = self.commit(&mut w, first, recorded_at, &leaves, offset_batch);
         if result.is_err() {
             // Whatever was half written is cut back to the committed size
             // when the file writers are next resumed.
             w.files = None;
         }
         let size = result?;
+        // The key indexes follow the commit under the writer lock, so the
+        // next batch's dedup sees these ids. Should this fail, the batch is
+        // still committed, and the next append or reader catches up.
+        let mark = self
+            .keys
+            .apply(
+                first,
+                ids.iter().map(String::as_str).zip(&facts),
+                w.frontier.root(),
+            )
+            .unwrap_or(u64::MAX);
+        self.keys_mark.store(mark, Ordering::Release);
         drop(w);
         // The derived indexes follow each commit, so ingest pays for them
         // (and says so in its throughput). The batch is committed whatever
@@ -371,22 +424,18 @@ impl Store {
         })
     }
 
-    /// Files first, then the sled batch with ids, size and checkpoint.
+    /// Files first, then the sled batch with size and checkpoint.
     fn commit(
         &self,
         w: &mut Writer,
         first: u64,
         recorded_at: Timestamp,
         leaves: &[Vec<u8>],
-        ids: &[String],
         offsets: sled::Batch,
     ) -> Result<u64, StoreError> {
         let frontier = self.write_files(w, first, leaves)?;
         // The consumed offsets are part of the commit's atomic batch.
         let mut batch = offsets;
-        for (index, id) in (first..).zip(ids) {
-            batch.insert(layout::id_key(id), &index.to_be_bytes());
-        }
         let checkpoint = w.sign(
             &Checkpoint {
                 origin: String::new(),
@@ -498,10 +547,8 @@ impl Store {
 
     /// Index of the entry with envelope id `id`.
     pub fn index_of(&self, id: &str) -> Result<Option<u64>, StoreError> {
-        Ok(self
-            .log
-            .get(layout::id_key(id))?
-            .and_then(|v| layout::u64_value(&v)))
+        self.keys_current()?;
+        self.keys.id(id)
     }
 
     /// The leaf bytes of entries `from..to` in log order, streamed from the
@@ -553,10 +600,10 @@ impl Store {
         from: Option<Timestamp>,
         to: Option<Timestamp>,
     ) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> {
-        if let Err(e) = self.catch_up_derived() {
+        if let Err(e) = self.keys_current() {
             return Box::new(std::iter::once(Err(e)));
         }
-        Box::new(self.derived.scan(key, from, to).map(move |ix| {
+        Box::new(self.keys.scan(key, from, to).map(move |ix| {
             let ix = ix?;
             self.entry(ix)?.ok_or_else(|| {
                 StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
@@ -576,43 +623,143 @@ impl Store {
         }
     }
 
-    /// Rebuilds the id index and every derived index by replaying the log.
-    /// Returns the number of entries replayed and the trees rebuilt.
+    /// Rebuilds the key indexes and every derived index by replaying the
+    /// log. Returns the number of entries replayed and the indexes rebuilt.
     pub fn reindex(&self) -> Result<(u64, Vec<&'static str>), StoreError> {
         let _derived = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let _writer = self.lock();
-        self.rebuild_id_index()?;
+        let w = self.lock();
+        self.keys.clear()?;
+        self.keys_mark.store(u64::MAX, Ordering::Release);
+        self.catch_up_keys(&w, &mut |_| {})?;
+        self.keys.persist()?;
         self.derived.clear()?;
         let replayed = self.replay_derived(0)?;
         self.db.flush()?;
-        let mut trees = vec!["id index"];
+        let mut trees = vec!["id index", "cluster time index", "type time index"];
         trees.extend(self.derived.names());
         Ok((replayed, trees))
     }
 
-    /// Replaces the id index with one built from the leaves.
-    fn rebuild_id_index(&self) -> Result<(), StoreError> {
+    /// The key indexes as this process opened them (tests damage them).
+    pub(crate) fn key_index(&self) -> &KeyIndex {
+        &self.keys
+    }
+
+    /// Makes sure the key indexes cover the committed log (they lag only
+    /// after a failed index write, or in a store that refuses writes).
+    fn keys_current(&self) -> Result<(), StoreError> {
+        let size = self.lock_free_size();
+        if self.keys_mark.load(Ordering::Acquire) == size {
+            return Ok(());
+        }
+        let w = self.lock();
+        if w.refused.is_some() {
+            // The log itself is in question: answer from the index as it is.
+            return Ok(());
+        }
+        self.catch_up_keys(&w, &mut |_| {})
+    }
+
+    /// After the open-time check: trusts the key indexes only from a
+    /// watermark whose recorded root is the log's root at that size, and
+    /// replays the leaves past it; removes the first layout's keys from
+    /// sled once the new indexes hold them.
+    fn recover_keys(
+        &self,
+        opened: Opened,
+        report: &mut dyn FnMut(Rebuild),
+    ) -> Result<(), StoreError> {
+        let w = self.lock();
+        if w.refused.is_some() {
+            // Nothing is written to a ledger that failed its check; the
+            // indexes are caught up once it is repaired.
+            return Ok(());
+        }
+        let old_layout = self.log.scan_prefix(layout::ID_PREFIX).next().is_some();
+        let reason = match opened {
+            Opened::Replaced(reason) => Some(format!("the key indexes were unusable ({reason})")),
+            _ if old_layout => Some("a ledger in the first layout (ids in sled)".to_string()),
+            Opened::Created if w.frontier.size() > 0 => Some("no key indexes".to_string()),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            let entries = w.frontier.size();
+            if entries > 0 {
+                report(Rebuild::KeyIndexes { entries, reason });
+            }
+            self.keys.clear()?;
+        }
+        self.catch_up_keys(&w, report)?;
+        if old_layout {
+            report(Rebuild::OldLayoutRemoved);
+            self.remove_first_layout()?;
+        }
+        Ok(())
+    }
+
+    /// Replays the leaves past the key indexes' watermark into them; an
+    /// index whose watermark is past the log or whose root is not the log's
+    /// is emptied first.
+    fn catch_up_keys(&self, w: &Writer, report: &mut dyn FnMut(Rebuild)) -> Result<(), StoreError> {
+        const CHUNK: u64 = 8192;
+        let size = w.frontier.size();
+        let read = &mut |id| self.tree.read(id);
+        let mut from = match self.keys.watermark()? {
+            Some((mark, root)) if mark <= size && merkle::root_at(mark, read)? == root => mark,
+            Some((mark, _)) => {
+                let reason = if mark > size {
+                    format!("they cover {mark} entries, the log has {size}")
+                } else {
+                    format!("their root at size {mark} is not the log's")
+                };
+                report(Rebuild::KeyIndexes {
+                    entries: size,
+                    reason: format!("the key indexes belong to another history ({reason})"),
+                });
+                self.keys.clear()?;
+                0
+            }
+            None => 0,
+        };
+        while from < size {
+            let to = (from + CHUNK).min(size);
+            let mut ids = Vec::with_capacity((to - from) as usize);
+            let mut facts = Vec::with_capacity((to - from) as usize);
+            for entry in self.entries(from, to) {
+                let entry = entry?;
+                facts.push(Facts::of(&entry.event));
+                ids.push(entry.event.id);
+            }
+            let root = merkle::root_at(to, &mut |id| self.tree.read(id))?;
+            from = self
+                .keys
+                .apply(from, ids.iter().map(String::as_str).zip(&facts), root)?;
+        }
+        self.keys_mark.store(size, Ordering::Release);
+        Ok(())
+    }
+
+    /// Deletes the id keys and time trees the first layout kept in sled
+    /// (the key indexes hold them now). Interrupted, it is resumed on the
+    /// next open, which finds id keys left.
+    fn remove_first_layout(&self) -> Result<(), StoreError> {
         const CHUNK: usize = 8192;
-        let mut batch = sled::Batch::default();
-        let mut pending = 0;
-        for kv in self.log.scan_prefix(layout::ID_PREFIX) {
-            batch.remove(kv?.0);
-            pending += 1;
-            if pending == CHUNK {
-                self.log.apply_batch(std::mem::take(&mut batch))?;
-                pending = 0;
+        loop {
+            let mut batch = sled::Batch::default();
+            let mut n = 0;
+            for kv in self.log.scan_prefix(layout::ID_PREFIX).take(CHUNK) {
+                batch.remove(kv?.0);
+                n += 1;
             }
-        }
-        for entry in self.entries(0, self.lock_free_size()) {
-            let entry = entry?;
-            batch.insert(layout::id_key(&entry.event.id), &entry.index.to_be_bytes());
-            pending += 1;
-            if pending == CHUNK {
-                self.log.apply_batch(std::mem::take(&mut batch))?;
-                pending = 0;
+            if n == 0 {
+                break;
             }
+            self.log.apply_batch(batch)?;
         }
-        self.log.apply_batch(batch)?;
+        for tree in layout::FIRST_LAYOUT_TREES {
+            self.db.drop_tree(tree)?;
+        }
+        self.db.flush()?;
         Ok(())
     }
 

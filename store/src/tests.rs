@@ -315,16 +315,13 @@ fn a_damaged_id_index_is_found_by_verify_and_rebuilt_by_reindex() {
     store
         .append((0..6).map(|i| event(&format!("e{i}"), "c", i)).collect())
         .unwrap();
-    store.log_tree().remove(layout::id_key("e3")).unwrap();
+    store.key_index().forget_id("e3").unwrap();
     let report = store.verify(None).unwrap();
     let problem = report.problem.expect("a missing id must be found");
     assert_eq!(problem.index, Some(3));
     assert!(problem.reason.contains("id index"), "{}", problem.reason);
     // A wrong mapping is found too.
-    store
-        .log_tree()
-        .insert(layout::id_key("e3"), &1u64.to_be_bytes())
-        .unwrap();
+    store.key_index().remap_id("e3", 1).unwrap();
     assert_eq!(store.verify(None).unwrap().problem.unwrap().index, Some(3));
     let (replayed, trees) = store.reindex().unwrap();
     assert_eq!(replayed, 6);
@@ -546,4 +543,332 @@ fn a_rotated_key_co_signs_until_its_end_survives_reopening_and_is_followed_from_
     let older = store.checkpoint_at(2).unwrap().unwrap();
     let growth = store.consistency_proof(2, store.size()).unwrap();
     crate::proof::verify_consistency_signed(&[newest], &older, &note, &growth).unwrap();
+}
+
+/// What can happen to the key indexes between two opens of a ledger.
+#[derive(Clone, Debug)]
+enum IndexFate {
+    /// Nothing: a clean reopen.
+    Kept,
+    /// The index directory goes back to the copy saved earlier, as if the
+    /// writes since had never reached the disk (a power loss: the index is
+    /// never synced on the commit path).
+    LostSince,
+    /// Deleted.
+    Deleted,
+    /// One of its files, chosen by the number, cut to a fraction of its
+    /// length (a torn write).
+    Truncated(usize, u8),
+    /// One byte of one of its files flipped.
+    Flipped(usize, u64),
+    /// Replaced by another ledger's index (same ids, other history).
+    Foreign,
+}
+
+fn index_fate() -> impl Strategy<Value = IndexFate> {
+    prop_oneof![
+        3 => Just(IndexFate::Kept),
+        2 => Just(IndexFate::LostSince),
+        1 => Just(IndexFate::Deleted),
+        2 => (any::<usize>(), 0u8..100).prop_map(|(f, p)| IndexFate::Truncated(f, p)),
+        2 => (any::<usize>(), any::<u64>()).prop_map(|(f, o)| IndexFate::Flipped(f, o)),
+        1 => Just(IndexFate::Foreign),
+    ]
+}
+
+/// Every file under `dir`, sorted.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    let _ = std::fs::remove_dir_all(to);
+    for f in files_under(from) {
+        let target = to.join(f.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&f, &target).unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// The key indexes against a HashMap: batches of ids drawn from a small
+    /// pool (so redeliveries are common), and between batches a reopen
+    /// after whatever can happen to a cache on disk. After every reopen,
+    /// every acknowledged id is found at its index and appends as a
+    /// duplicate, no unacknowledged id is found, and the cluster time order
+    /// is the model's; the leaves and root never change.
+    #[test]
+    fn the_key_indexes_agree_with_a_hashmap_whatever_happens_to_them(
+        batches in proptest::collection::vec(
+            (proptest::collection::vec((0u32..60, 0u32..3, 0u32..60), 1..25), index_fate()),
+            1..8,
+        ),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        Store::init(dir.path(), "annal.test/keys").unwrap();
+        let data = crate::DataDir::new(dir.path());
+        let index_dir = data.key_index();
+        let saved = dir.path().join("saved-index");
+        // The foreign index: another ledger fed the same first ids.
+        let foreign = tempfile::tempdir().unwrap();
+        Store::init(foreign.path(), "annal.test/keys").unwrap();
+        {
+            let other = Store::open(foreign.path()).unwrap();
+            other.append((0..5).map(|i| event(&format!("id{i}"), "c9", i)).collect()).unwrap();
+        }
+        let mut model: std::collections::HashMap<String, u64> = Default::default();
+        // (cluster, minute, index) of every entry, in log order.
+        let mut order: Vec<(String, u32, u64)> = Vec::new();
+        let mut store = Some(Store::open(dir.path()).unwrap());
+        {
+            drop(store.take());
+            copy_dir(&index_dir, &saved);
+            store = Some(Store::open(dir.path()).unwrap());
+        }
+        for (batch, fate) in batches {
+            let s = store.as_ref().unwrap();
+            let events: Vec<Envelope> = batch
+                .iter()
+                .map(|(id, c, m)| event(&format!("id{id}"), &format!("c{c}"), *m))
+                .collect();
+            let mut appended = 0u64;
+            let mut duplicates = 0u64;
+            for e in &events {
+                if model.contains_key(&e.id) {
+                    duplicates += 1;
+                } else {
+                    let index = model.len() as u64;
+                    model.insert(e.id.clone(), index);
+                    order.push((e.cluster.clone().unwrap(), e.time.unix_micros() as u32, index));
+                    appended += 1;
+                }
+            }
+            let out = s.append(events).unwrap();
+            prop_assert_eq!((out.appended, out.duplicates), (appended, duplicates));
+            let root = s.status().root;
+            drop(store.take());
+            let files = files_under(&index_dir);
+            match &fate {
+                IndexFate::Kept => {}
+                IndexFate::LostSince => copy_dir(&saved, &index_dir),
+                IndexFate::Deleted => std::fs::remove_dir_all(&index_dir).unwrap(),
+                IndexFate::Truncated(pick, percent) if !files.is_empty() => {
+                    let f = &files[pick % files.len()];
+                    let len = std::fs::metadata(f).unwrap().len();
+                    let file = std::fs::OpenOptions::new().write(true).open(f).unwrap();
+                    file.set_len(len * u64::from(*percent) / 100).unwrap();
+                }
+                IndexFate::Flipped(pick, offset) if !files.is_empty() => {
+                    let f = &files[pick % files.len()];
+                    let mut bytes = std::fs::read(f).unwrap();
+                    if !bytes.is_empty() {
+                        let at = (*offset % bytes.len() as u64) as usize;
+                        bytes[at] ^= 0x55;
+                        std::fs::write(f, bytes).unwrap();
+                    }
+                }
+                IndexFate::Foreign => copy_dir(&crate::DataDir::new(foreign.path()).key_index(), &index_dir),
+                _ => {}
+            }
+            if matches!(fate, IndexFate::Kept) {
+                copy_dir(&index_dir, &saved);
+            }
+            let s = Store::open(dir.path()).unwrap();
+            prop_assert_eq!(s.status().root, root, "the log is untouched");
+            for id in 0..60 {
+                let id = format!("id{id}");
+                prop_assert_eq!(s.index_of(&id).unwrap(), model.get(&id).copied(), "{}", id);
+            }
+            for c in 0..3 {
+                let cluster = format!("c{c}");
+                let got: Vec<u64> = s
+                    .scan(ScanKey::Cluster(&cluster), None, None)
+                    .map(|e| e.unwrap().index)
+                    .collect();
+                let mut want: Vec<(u32, u64)> = order
+                    .iter()
+                    .filter(|(oc, _, _)| *oc == cluster)
+                    .map(|(_, m, i)| (*m, *i))
+                    .collect();
+                want.sort_unstable();
+                let want: Vec<u64> = want.into_iter().map(|(_, i)| i).collect();
+                prop_assert_eq!(got, want, "cluster {}", cluster);
+            }
+            store = Some(s);
+        }
+        let s = store.as_ref().unwrap();
+        // Redelivering everything appends nothing.
+        let all: Vec<Envelope> = model.keys().map(|id| event(id, "c0", 0)).collect();
+        let n = all.len() as u64;
+        let out = s.append(all).unwrap();
+        prop_assert_eq!((out.appended, out.duplicates), (0, n));
+        prop_assert!(s.verify(None).unwrap().is_intact());
+    }
+}
+
+#[test]
+fn a_key_index_that_is_truncated_or_from_another_ledger_is_rebuilt_not_trusted() {
+    let (dir, store) = new_store();
+    store
+        .append(
+            (0..300)
+                .map(|i| event(&format!("e{i}"), "c1", i % 60))
+                .collect(),
+        )
+        .unwrap();
+    store.key_index().persist().unwrap();
+    drop(store);
+    let index_dir = crate::DataDir::new(dir.path()).key_index();
+    // Cut every file of the index to half: whatever fjall makes of it,
+    // the store must end up answering as the log says.
+    for f in files_under(&index_dir) {
+        let len = std::fs::metadata(&f).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+    }
+    let mut rebuilt = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| rebuilt.push(r)).unwrap();
+    assert!(
+        matches!(&rebuilt[..], [crate::Rebuild::KeyIndexes { entries: 300, reason }] if reason.contains("unusable")),
+        "{rebuilt:?}"
+    );
+    assert_eq!(store.index_of("e299").unwrap(), Some(299));
+    assert_eq!(store.index_of("e0").unwrap(), Some(0));
+    assert_eq!(
+        store.append(vec![event("e7", "c1", 7)]).unwrap().duplicates,
+        1
+    );
+    assert!(store.verify(None).unwrap().is_intact());
+    drop(store);
+
+    // Another ledger's index, covering more entries than this log has.
+    let (other_dir, other) = new_store();
+    other
+        .append(
+            (0..400)
+                .map(|i| event(&format!("x{i}"), "c2", i % 60))
+                .collect(),
+        )
+        .unwrap();
+    drop(other);
+    copy_dir(
+        &crate::DataDir::new(other_dir.path()).key_index(),
+        &index_dir,
+    );
+    let mut reasons = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reasons.push(r)).unwrap();
+    assert!(
+        reasons.iter().any(|r| matches!(r, crate::Rebuild::KeyIndexes { reason, .. } if reason.contains("another history"))),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        store.index_of("x10").unwrap(),
+        None,
+        "a foreign id is not ours"
+    );
+    assert_eq!(store.index_of("e10").unwrap(), Some(10));
+    assert_eq!(
+        store.append(vec![event("x10", "c2", 1)]).unwrap().appended,
+        1
+    );
+}
+
+#[test]
+fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unchanged() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/v1-ledger");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let data = crate::DataDir::new(dir.path());
+    let leaf_files = |d: &crate::DataDir| -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        files_under(&d.leaves())
+            .into_iter()
+            .map(|f| {
+                let bytes = std::fs::read(&f).unwrap();
+                (f, bytes)
+            })
+            .collect()
+    };
+    let before = leaf_files(&data);
+    let checkpoint = std::fs::read_to_string(data.checkpoint()).unwrap();
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(
+        reports,
+        [
+            crate::Rebuild::KeyIndexes {
+                entries: 18,
+                reason: "a ledger in the first layout (ids in sled)".into()
+            },
+            crate::Rebuild::OldLayoutRemoved
+        ]
+    );
+    let root: String = store
+        .status()
+        .root
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        root,
+        "091881611b1ee812fcdae39c962e7c78bb14d5c88a02805e517279b7a13e608c"
+    );
+    assert_eq!(store.checkpoint().unwrap(), checkpoint);
+    assert!(store.verify(None).unwrap().is_intact());
+    // The ids moved: every entry's id is found at its index, and sled
+    // holds none of them any more.
+    for i in 0..18 {
+        let id = store.entry(i).unwrap().unwrap().event.id;
+        assert_eq!(store.index_of(&id).unwrap(), Some(i));
+    }
+    assert!(store
+        .log_tree()
+        .scan_prefix(layout::ID_PREFIX)
+        .next()
+        .is_none());
+    // Redelivered, the same events are duplicates.
+    let again: Vec<Envelope> = (0..18)
+        .map(|i| store.entry(i).unwrap().unwrap().event)
+        .collect();
+    assert_eq!(store.append(again).unwrap().duplicates, 18);
+    // The time orders answer as before: each cluster's entries.
+    let clusters: std::collections::BTreeSet<String> = (0..18)
+        .filter_map(|i| store.entry(i).unwrap().unwrap().event.cluster)
+        .collect();
+    for c in &clusters {
+        let scanned = store.scan(ScanKey::Cluster(c), None, None).count();
+        let direct = (0..18)
+            .filter(|i| store.entry(*i).unwrap().unwrap().event.cluster.as_deref() == Some(c))
+            .count();
+        assert_eq!(scanned, direct, "cluster {c}");
+    }
+    drop(store);
+    assert_eq!(
+        leaf_files(&data),
+        before,
+        "leaf, offset and tree files unchanged"
+    );
+    // A second open has nothing left to migrate.
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(reports, []);
+    assert_eq!(store.size(), 18);
 }

@@ -9,14 +9,16 @@
 use annal_schemas::Timestamp;
 
 use crate::checkpoint::{Checkpoint, NoteVerifier};
+use crate::key_index::KeyIndex;
 use crate::layout;
+use crate::leaf_check;
 use crate::leaves::LeafPointer;
 use crate::leaves::{Line, LineStream};
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::proof::open_with_any;
 use crate::record_file::SequentialRecords;
 use crate::tree::TreeReader;
-use crate::{Entry, Store, StoreError};
+use crate::{Store, StoreError};
 use std::sync::mpsc;
 
 /// The outcome of [`Store::verify`].
@@ -124,8 +126,8 @@ impl Store {
             for chunk in rx {
                 for item in chunk? {
                     let index = frontier.size();
-                    let (line, id) = match item {
-                        Checked::Leaf { line, id } => (line, id),
+                    let (line, id, hash) = match item {
+                        Checked::Leaf { line, id, hash } => (line, id, hash),
                         Checked::Problem(reason) => {
                             fail(&mut report, Some(index), reason);
                             return Ok(());
@@ -135,6 +137,7 @@ impl Store {
                         index,
                         &line,
                         &id,
+                        hash,
                         &mut pointers,
                         &mut frontier,
                         tree.as_ref(),
@@ -193,8 +196,10 @@ impl Store {
 
 /// What the decoding stage hands on, in log order.
 enum Checked {
-    /// A leaf that decodes, is canonical and names its own index.
-    Leaf { line: Line, id: String },
+    /// A leaf that is canonical and names its own index, with its id and
+    /// its leaf hash (computed in this stage, so the two stages share the
+    /// hashing between two cores).
+    Leaf { line: Line, id: String, hash: Hash },
     /// The first leaf that does not; nothing follows it.
     Problem(String),
 }
@@ -219,7 +224,10 @@ fn read_and_decode(
                 Checked::Problem(format!("entry {index} is cut short"))
             }
             Some(Ok(line)) => match check_leaf(index, &line.bytes, &mut last_recorded) {
-                Ok(id) => Checked::Leaf { line, id },
+                Ok(id) => {
+                    let hash = merkle::leaf_hash(&line.bytes);
+                    Checked::Leaf { line, id, hash }
+                }
                 Err(reason) => Checked::Problem(reason),
             },
         };
@@ -246,6 +254,7 @@ impl Store {
         index: u64,
         line: &Line,
         id: &str,
+        hash: Hash,
         pointers: &mut SequentialRecords,
         frontier: &mut Frontier,
         tree: Option<&TreeReader<'_>>,
@@ -265,9 +274,7 @@ impl Store {
             )));
         }
         let mut completed = Vec::new();
-        frontier.push(merkle::leaf_hash(&line.bytes), |id, hash| {
-            completed.push((id, *hash))
-        });
+        frontier.push(hash, |id, hash| completed.push((id, *hash)));
         for (node, hash) in completed {
             let stored = match tree.map(|t| t.read(node)).transpose() {
                 Ok(s) => s,
@@ -276,47 +283,43 @@ impl Store {
             };
             check_node(node, &hash, stored.as_ref().map(|h| &h[..])).map_err(Ok)?;
         }
-        check_id_index(self.log_tree(), index, id).map_err(Ok)
+        check_id_index(self.key_index(), index, id).map_err(Ok)
     }
 }
 
-/// Checks one leaf on its own: decodes, is canonical, names its own index,
-/// and its system time does not go backwards.
+/// Checks one leaf on its own: is canonical (read from the bytes, without
+/// decoding it into a tree: see [`crate::leaf_check`]), names its own
+/// index, and its system time does not go backwards.
 fn check_leaf(
     index: u64,
     bytes: &[u8],
     last_recorded: &mut Option<Timestamp>,
 ) -> Result<String, String> {
-    let entry =
-        Entry::from_leaf_bytes(bytes).map_err(|e| format!("entry {index} does not decode: {e}"))?;
-    if entry.index != index {
+    let facts = leaf_check::check(bytes)
+        .map_err(|e| format!("entry {index} is not in canonical (RFC 8785) form: {e}"))?;
+    if facts.index != index {
         return Err(format!(
             "entry {index} holds the leaf of index {} (reordered)",
-            entry.index
+            facts.index
         ));
     }
-    let canonical = entry
-        .to_leaf_bytes()
-        .map_err(|e| format!("entry {index} cannot be re-encoded: {e}"))?;
-    if canonical != bytes {
-        return Err(format!("entry {index} is not in canonical (RFC 8785) form"));
-    }
-    if last_recorded.is_some_and(|last| entry.recorded_at < last) {
+    let recorded_at: Timestamp = facts
+        .recorded_at
+        .parse()
+        .map_err(|e| format!("entry {index}: recorded_at {:?}: {e}", facts.recorded_at))?;
+    if last_recorded.is_some_and(|last| recorded_at < last) {
         return Err(format!(
             "entry {index} has recorded_at before its predecessor"
         ));
     }
-    *last_recorded = Some(entry.recorded_at);
-    Ok(entry.event.id)
+    *last_recorded = Some(recorded_at);
+    Ok(facts.id)
 }
 
 /// The id index must map every stored id to its own entry: a missing or
 /// wrong mapping would let a redelivered event be appended a second time.
-fn check_id_index(log: &sled::Tree, index: u64, id: &str) -> Result<(), String> {
-    let mapped = log
-        .get(layout::id_key(id))
-        .map_err(|e| e.to_string())?
-        .and_then(|v| layout::u64_value(&v));
+fn check_id_index(ids: &KeyIndex, index: u64, id: &str) -> Result<(), String> {
+    let mapped = ids.id(id).map_err(|e| e.to_string())?;
     match mapped {
         Some(i) if i == index => Ok(()),
         Some(i) => Err(format!(

@@ -62,8 +62,23 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
+/// Opens the ledger, saying on stderr when the first open after an upgrade
+/// (or a lost index) rebuilds an index from the leaves.
 fn open(data: &std::path::Path) -> anyhow::Result<Store> {
-    Store::open(data).with_context(|| format!("opening the ledger at {}", data.display()))
+    use std::io::Write as _;
+    let mut report = |r: annal_store::Rebuild| {
+        let line = match r {
+            annal_store::Rebuild::KeyIndexes { entries, reason } => format!(
+                "annal: building the key indexes from {entries} entries ({reason}); the leaves, tree and checkpoints are not changed"
+            ),
+            annal_store::Rebuild::OldLayoutRemoved => {
+                "annal: the key indexes are built; removing the first layout's id keys from the sled database".to_string()
+            }
+        };
+        let _ = writeln!(std::io::stderr(), "{line}");
+    };
+    Store::open_reporting(data, &mut report)
+        .with_context(|| format!("opening the ledger at {}", data.display()))
 }
 
 fn init(data: &std::path::Path, origin: &str, printer: &Printer) -> anyhow::Result<Exit> {

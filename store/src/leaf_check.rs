@@ -1,0 +1,497 @@
+//! Is a leaf already in canonical (RFC 8785) form? Answered from the bytes.
+//!
+//! `verify` used to decode every leaf into a JSON tree and encode it again
+//! to compare, which was most of its time. This scanner walks the bytes
+//! once, without building anything: no whitespace, object keys strictly
+//! increasing by UTF-16 code units (so no duplicates), strings escaped
+//! exactly as JSON.stringify escapes them, numbers in ECMAScript's shortest
+//! form, and the leaf's fixed frame `{"event":{..},"index":N,
+//! "recorded_at":".."}`. It hands back the three facts verify needs: the
+//! index, the system time and the event id. Property tests hold it to the
+//! reference: a byte string passes exactly when parsing it and
+//! re-encoding it with `serde_json_canonicalizer` gives the same bytes.
+
+use std::cmp::Ordering;
+
+/// What verify needs from a canonical leaf.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct LeafFacts {
+    /// The `index` field.
+    pub(crate) index: u64,
+    /// The `recorded_at` field, as written.
+    pub(crate) recorded_at: String,
+    /// The event's `id`.
+    pub(crate) id: String,
+}
+
+/// Nesting deeper than this is refused (serde_json's own limit).
+const MAX_DEPTH: usize = 128;
+
+/// Checks `bytes` is a canonical leaf and returns its facts, or says what
+/// is not canonical.
+pub(crate) fn check(bytes: &[u8]) -> Result<LeafFacts, String> {
+    std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut s = Scanner { bytes, at: 0 };
+    s.expect(b"{\"event\":")?;
+    let id = s.object(0, true)?.ok_or("the event has no id")?;
+    s.expect(b",\"index\":")?;
+    let start = s.at;
+    s.number()?;
+    let index = std::str::from_utf8(&bytes[start..s.at])
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .ok_or("the index is not an unsigned integer")?;
+    s.expect(b",\"recorded_at\":")?;
+    let recorded_at = s.string()?;
+    s.expect(b"}")?;
+    if s.at != bytes.len() {
+        return Err(format!("bytes after the leaf at offset {}", s.at));
+    }
+    Ok(LeafFacts {
+        index,
+        recorded_at,
+        id,
+    })
+}
+
+/// Checks that `bytes` is one canonical JSON value (tests compare this with
+/// the reference).
+#[cfg(test)]
+pub(crate) fn check_value(bytes: &[u8]) -> Result<(), String> {
+    std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut s = Scanner { bytes, at: 0 };
+    s.value(0)?;
+    if s.at != bytes.len() {
+        return Err(format!("bytes after the value at offset {}", s.at));
+    }
+    Ok(())
+}
+
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn bad<T>(&self, what: &str) -> Result<T, String> {
+        Err(format!("{what} at offset {}", self.at))
+    }
+
+    fn expect(&mut self, literal: &[u8]) -> Result<(), String> {
+        if self.bytes[self.at..].starts_with(literal) {
+            self.at += literal.len();
+            Ok(())
+        } else {
+            self.bad(&format!("expected {:?}", String::from_utf8_lossy(literal)))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), String> {
+        match self.peek() {
+            Some(b'{') => self.object(depth, false).map(|_| ()),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b't') => self.expect(b"true"),
+            Some(b'f') => self.expect(b"false"),
+            Some(b'n') => self.expect(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => self.bad("expected a value"),
+        }
+    }
+
+    /// An object; with `want_id`, the value of its `id` member (a string).
+    fn object(&mut self, depth: usize, want_id: bool) -> Result<Option<String>, String> {
+        if depth >= MAX_DEPTH {
+            return self.bad("nested too deep");
+        }
+        self.expect(b"{")?;
+        let mut id = None;
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Ok(id);
+        }
+        let mut previous: Option<String> = None;
+        loop {
+            if self.peek() != Some(b'"') {
+                return self.bad("expected a member name");
+            }
+            let key = self.string()?;
+            if let Some(p) = &previous {
+                if utf16_cmp(p, &key) != Ordering::Less {
+                    return self.bad(&format!("member {key:?} out of order after {p:?}"));
+                }
+            }
+            self.expect(b":")?;
+            if want_id && key == "id" {
+                if self.peek() != Some(b'"') {
+                    return self.bad("the event id is not a string");
+                }
+                id = Some(self.string()?);
+            } else {
+                self.value(depth + 1)?;
+            }
+            previous = Some(key);
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(id);
+                }
+                _ => return self.bad("expected ',' or '}'"),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), String> {
+        if depth >= MAX_DEPTH {
+            return self.bad("nested too deep");
+        }
+        self.expect(b"[")?;
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            self.value(depth + 1)?;
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b']') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return self.bad("expected ',' or ']'"),
+            }
+        }
+    }
+
+    /// A string escaped as JSON.stringify escapes (`"`, `\`, and control
+    /// characters as \b \t \n \f \r or lowercase \u00xx; nothing else);
+    /// returns its text.
+    fn string(&mut self) -> Result<String, String> {
+        let open = self.at;
+        self.expect(b"\"")?;
+        let mut escaped = false;
+        loop {
+            match self.peek() {
+                None => return self.bad("unterminated string"),
+                Some(b'"') => break,
+                Some(0x00..=0x1f) => return self.bad("a raw control character in a string"),
+                Some(b'\\') => {
+                    escaped = true;
+                    let len = match self.bytes.get(self.at + 1) {
+                        Some(b'"' | b'\\' | b'b' | b't' | b'n' | b'f' | b'r') => 2,
+                        Some(b'u') => {
+                            let code = self
+                                .bytes
+                                .get(self.at + 2..self.at + 6)
+                                .filter(|h| {
+                                    h.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+                                })
+                                .and_then(|h| std::str::from_utf8(h).ok())
+                                .and_then(|h| u32::from_str_radix(h, 16).ok());
+                            match code {
+                                // Only controls without a short form.
+                                Some(c @ 0..=0x1f)
+                                    if !matches!(c, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) =>
+                                {
+                                    6
+                                }
+                                _ => {
+                                    return self.bad("a \\u escape JSON.stringify would not write")
+                                }
+                            }
+                        }
+                        _ => return self.bad("an escape JSON.stringify would not write"),
+                    };
+                    self.at += len;
+                }
+                Some(_) => self.at += 1,
+            }
+        }
+        self.at += 1;
+        let quoted = &self.bytes[open..self.at];
+        if escaped {
+            // Rare (ids and names seldom hold quotes or controls): let
+            // serde_json undo the escapes it would itself have written.
+            serde_json::from_slice(quoted).map_err(|e| format!("string at offset {open}: {e}"))
+        } else {
+            // The whole leaf was checked to be UTF-8, and quotes sit on
+            // character boundaries.
+            std::str::from_utf8(&quoted[1..quoted.len() - 1])
+                .map(str::to_string)
+                .map_err(|e| e.to_string())
+        }
+    }
+
+    /// A number as ECMAScript prints it (`Number.prototype.toString`).
+    fn number(&mut self) -> Result<(), String> {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        let digits = self.at;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+        if self.at == digits {
+            return self.bad("a number without digits");
+        }
+        let mut plain = true;
+        if self.peek() == Some(b'.') {
+            plain = false;
+            self.at += 1;
+            let frac = self.at;
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.at += 1;
+            }
+            if self.at == frac {
+                return self.bad("a number without fraction digits");
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            plain = false;
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            let exp = self.at;
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.at += 1;
+            }
+            if self.at == exp {
+                return self.bad("a number without exponent digits");
+            }
+        }
+        let text = &self.bytes[start..self.at];
+        let int_digits = &self.bytes[digits..self.at];
+        // The common case: a short integer with no leading zero (and not
+        // "-0"), which ECMAScript prints as itself.
+        if plain && int_digits.len() <= 15 {
+            let leading_zero = int_digits.len() > 1 && int_digits[0] == b'0';
+            let negative_zero = text == b"-0";
+            if leading_zero || negative_zero {
+                return self.bad("a number not in shortest form");
+            }
+            return Ok(());
+        }
+        let canonical = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .filter(|f| f.is_finite())
+            .and_then(|f| serde_json::Number::from_f64(f))
+            .and_then(|n| serde_json_canonicalizer::to_vec(&n).ok());
+        match canonical {
+            Some(c) if c == text => Ok(()),
+            _ => {
+                self.at = start;
+                self.bad("a number not in ECMAScript's shortest form")
+            }
+        }
+    }
+}
+
+/// JCS orders member names by UTF-16 code units; for ASCII that is byte
+/// order.
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.cmp(b)
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+
+    /// The reference: parses, and re-encodes to the same bytes.
+    fn reference(bytes: &[u8]) -> bool {
+        serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|v| serde_json_canonicalizer::to_vec(&v).ok())
+            .is_some_and(|c| c == bytes)
+    }
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "[a-z\"\\\\\u{0}-\u{1f}é😀]{0,8}".prop_map(Value::String),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::vec(("[a-c€😀ﬀ]{0,3}", inner), 0..5)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// One small edit of a byte string.
+    #[derive(Clone, Debug)]
+    enum Edit {
+        Insert(usize, u8),
+        Remove(usize),
+        Replace(usize, u8),
+        Swap(usize, usize),
+    }
+
+    fn arb_edit() -> impl Strategy<Value = Edit> {
+        let byte = prop_oneof![
+            Just(b' '),
+            Just(b'\\'),
+            Just(b'"'),
+            Just(b','),
+            Just(b'0'),
+            Just(b'.'),
+            Just(b'e'),
+            Just(b'E'),
+            Just(b'-'),
+            Just(b'u'),
+            Just(b'/'),
+            Just(b'a'),
+            Just(b'\n'),
+            any::<u8>(),
+        ];
+        prop_oneof![
+            (any::<usize>(), byte.clone()).prop_map(|(i, b)| Edit::Insert(i, b)),
+            any::<usize>().prop_map(Edit::Remove),
+            (any::<usize>(), byte).prop_map(|(i, b)| Edit::Replace(i, b)),
+            (any::<usize>(), any::<usize>()).prop_map(|(i, j)| Edit::Swap(i, j)),
+        ]
+    }
+
+    fn apply(bytes: &mut Vec<u8>, edit: &Edit) {
+        let n = bytes.len();
+        match *edit {
+            Edit::Insert(i, b) => bytes.insert(i % (n + 1), b),
+            Edit::Remove(i) if n > 0 => {
+                bytes.remove(i % n);
+            }
+            Edit::Replace(i, b) if n > 0 => bytes[i % n] = b,
+            Edit::Swap(i, j) if n > 0 => bytes.swap(i % n, j % n),
+            _ => {}
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn canonical_values_pass(v in arb_value()) {
+            let bytes = serde_json_canonicalizer::to_vec(&v).unwrap();
+            prop_assert_eq!(check_value(&bytes), Ok(()), "{}", String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn an_edited_value_passes_exactly_when_the_reference_says_canonical(
+            v in arb_value(),
+            edits in proptest::collection::vec(arb_edit(), 1..3),
+        ) {
+            let mut bytes = serde_json_canonicalizer::to_vec(&v).unwrap();
+            for e in &edits {
+                apply(&mut bytes, e);
+            }
+            prop_assert_eq!(
+                check_value(&bytes).is_ok(),
+                reference(&bytes),
+                "{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+
+    /// The edits make both kinds of bytes, so the property above tests
+    /// both sides of the check.
+    #[test]
+    fn the_edits_make_canonical_and_other_bytes() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = (arb_value(), proptest::collection::vec(arb_edit(), 1..3));
+        let (mut canonical, mut other) = (0, 0);
+        for _ in 0..2000 {
+            let (v, edits) = strategy.new_tree(&mut runner).unwrap().current();
+            let mut bytes = serde_json_canonicalizer::to_vec(&v).unwrap();
+            for e in &edits {
+                apply(&mut bytes, e);
+            }
+            if reference(&bytes) {
+                canonical += 1;
+            } else {
+                other += 1;
+            }
+        }
+        assert!(
+            canonical > 100 && other > 100,
+            "{canonical} canonical, {other} other"
+        );
+    }
+
+    #[test]
+    fn known_cases() {
+        let ok: &[&[u8]] = &[
+            b"{}",
+            b"[]",
+            b"0",
+            b"-1",
+            b"1e+21",
+            b"1.5",
+            b"\"\\u001f\\\"\\n\"",
+            "{\"a\":1,\"€\":2,\"😀\":3,\"ﬀ\":4}".as_bytes(),
+        ];
+        for b in ok {
+            assert_eq!(check_value(b), Ok(()), "{}", String::from_utf8_lossy(b));
+            assert!(reference(b), "{}", String::from_utf8_lossy(b));
+        }
+        let bad: &[&[u8]] = &[
+            b"{ }",
+            b"{\"b\":1,\"a\":2}",
+            b"{\"a\":1,\"a\":2}",
+            b"01",
+            b"-0",
+            b"1.0",
+            b"1E21",
+            b"1e21",
+            b"\"\\/\"",
+            b"\"\\u000a\"",
+            b"\"\\u001F\"",
+            b"\"\\u00e9\"",
+            b"\"\x01\"",
+            "{\"ﬀ\":1,\"😀\":2}".as_bytes(),
+        ];
+        for b in bad {
+            assert!(check_value(b).is_err(), "{}", String::from_utf8_lossy(b));
+            assert!(!reference(b), "{}", String::from_utf8_lossy(b));
+        }
+    }
+
+    #[test]
+    fn a_leaf_gives_its_index_time_and_id() {
+        let leaf = br#"{"event":{"data":{"id":"inner"},"id":"e\"1","schema":"annal.event/v1","time":"2026-11-01T10:00:00Z","type":"cluster.heartbeat"},"index":42,"recorded_at":"2026-12-01T09:40:53.353472Z"}"#;
+        assert_eq!(
+            check(leaf),
+            Ok(LeafFacts {
+                index: 42,
+                recorded_at: "2026-12-01T09:40:53.353472Z".into(),
+                id: "e\"1".into(),
+            })
+        );
+        let spaced = br#"{"event":{"id":"e1"}, "index":1,"recorded_at":"x"}"#;
+        assert!(check(spaced).is_err());
+        let trailing = br#"{"event":{"id":"e1"},"index":1,"recorded_at":"x"} "#;
+        assert!(check(trailing).is_err());
+    }
+}
