@@ -282,7 +282,7 @@ impl Scanner<'_> {
             .ok()
             .and_then(|t| t.parse::<f64>().ok())
             .filter(|f| f.is_finite())
-            .and_then(|f| serde_json::Number::from_f64(f))
+            .and_then(serde_json::Number::from_f64)
             .and_then(|n| serde_json_canonicalizer::to_vec(&n).ok());
         match canonical {
             Some(c) if c == text => Ok(()),

@@ -126,27 +126,21 @@ impl Store {
             for chunk in rx {
                 for item in chunk? {
                     let index = frontier.size();
-                    let (line, id, hash) = match item {
-                        Checked::Leaf { line, id, hash } => (line, id, hash),
+                    let leaf = match item {
+                        Checked::Leaf(leaf) => leaf,
                         Checked::Problem(reason) => {
                             fail(&mut report, Some(index), reason);
                             return Ok(());
                         }
                     };
-                    if let Err(reason) = self.check_placed(
-                        index,
-                        &line,
-                        &id,
-                        hash,
-                        &mut pointers,
-                        &mut frontier,
-                        tree.as_ref(),
-                    ) {
+                    if let Err(reason) =
+                        self.check_placed(index, &leaf, &mut pointers, &mut frontier, tree.as_ref())
+                    {
                         fail(&mut report, Some(index), reason?);
                         return Ok(());
                     }
                     report.leaves += 1;
-                    report.bytes += line.bytes.len() as u64;
+                    report.bytes += leaf.line.bytes.len() as u64;
                     if let Some(cp) = &checkpoint {
                         if frontier.size() == cp.size && frontier.root() != cp.root {
                             fail(
@@ -194,12 +188,18 @@ impl Store {
     }
 }
 
+/// A leaf that passed stage one, with its id and its leaf hash (computed
+/// in that stage, so the two stages share the hashing between two cores).
+struct CheckedLeaf {
+    line: Line,
+    id: String,
+    hash: Hash,
+}
+
 /// What the decoding stage hands on, in log order.
 enum Checked {
-    /// A leaf that is canonical and names its own index, with its id and
-    /// its leaf hash (computed in this stage, so the two stages share the
-    /// hashing between two cores).
-    Leaf { line: Line, id: String, hash: Hash },
+    /// A leaf that is canonical and names its own index.
+    Leaf(CheckedLeaf),
     /// The first leaf that does not; nothing follows it.
     Problem(String),
 }
@@ -226,7 +226,7 @@ fn read_and_decode(
             Some(Ok(line)) => match check_leaf(index, &line.bytes, &mut last_recorded) {
                 Ok(id) => {
                     let hash = merkle::leaf_hash(&line.bytes);
-                    Checked::Leaf { line, id, hash }
+                    Checked::Leaf(CheckedLeaf { line, id, hash })
                 }
                 Err(reason) => Checked::Problem(reason),
             },
@@ -252,9 +252,7 @@ impl Store {
     fn check_placed(
         &self,
         index: u64,
-        line: &Line,
-        id: &str,
-        hash: Hash,
+        leaf: &CheckedLeaf,
         pointers: &mut SequentialRecords,
         frontier: &mut Frontier,
         tree: Option<&TreeReader<'_>>,
@@ -267,14 +265,18 @@ impl Store {
             return Err(Ok(format!("entry {index} has no leaf pointer")));
         };
         if (pointer.segment, pointer.offset, u64::from(pointer.len))
-            != (line.segment, line.offset, line.bytes.len() as u64)
+            != (
+                leaf.line.segment,
+                leaf.line.offset,
+                leaf.line.bytes.len() as u64,
+            )
         {
             return Err(Ok(format!(
                 "entry {index} is not where the index says it is"
             )));
         }
         let mut completed = Vec::new();
-        frontier.push(hash, |id, hash| completed.push((id, *hash)));
+        frontier.push(leaf.hash, |id, hash| completed.push((id, *hash)));
         for (node, hash) in completed {
             let stored = match tree.map(|t| t.read(node)).transpose() {
                 Ok(s) => s,
@@ -283,7 +285,7 @@ impl Store {
             };
             check_node(node, &hash, stored.as_ref().map(|h| &h[..])).map_err(Ok)?;
         }
-        check_id_index(self.key_index(), index, id).map_err(Ok)
+        check_id_index(self.key_index(), index, &leaf.id).map_err(Ok)
     }
 }
 
