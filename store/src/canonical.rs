@@ -230,12 +230,21 @@ fn write_number(out: &mut Vec<u8>, n: &Number) -> Result<(), serde_json::Error> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::prelude::*;
 
     use super::*;
 
     fn arb_value() -> impl Strategy<Value = Value> {
+        arb_value_from("\\PC*", any::<String>())
+    }
+
+    /// JSON values whose strings come from `text` (besides any string) and
+    /// whose member names come from `names`.
+    pub(crate) fn arb_value_from(
+        text: &'static str,
+        names: impl Strategy<Value = String> + Clone + 'static,
+    ) -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
@@ -244,13 +253,13 @@ mod tests {
             any::<f64>()
                 .prop_filter("finite", |f| f.is_finite())
                 .prop_map(Value::from),
-            "\\PC*".prop_map(Value::String),
+            text.prop_map(Value::String),
             any::<String>().prop_map(Value::String),
         ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
+        leaf.prop_recursive(4, 48, 6, move |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                proptest::collection::vec((any::<String>(), inner), 0..6)
+                proptest::collection::vec((names.clone(), inner), 0..6)
                     .prop_map(|kv| Value::Object(kv.into_iter().collect())),
             ]
         })
