@@ -25,6 +25,7 @@
 pub mod document;
 mod error;
 pub mod formats;
+pub mod group_commit;
 pub mod manifests;
 pub mod pipeline;
 mod record;

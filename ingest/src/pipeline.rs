@@ -17,6 +17,7 @@ use annal_store::{AppendOutcome, PreparedEvent, Rejection, Store};
 
 use crate::document::{self, Syntax};
 use crate::formats::{Context, Output, TimeCounts};
+use crate::group_commit::GroupCommit;
 use crate::record::Framed;
 use crate::yaml::YamlReader;
 use crate::{redact, Format, IngestError, Input, RecordReader, Rejected};
@@ -33,6 +34,9 @@ pub struct Options {
     /// A top-level list larger than this is streamed item by item
     /// ([`crate::STREAM_LIST_BYTES`]; tests and fuzzing lower it).
     pub stream_lists_over: usize,
+    /// Commit through this shared committer (HTTP requests share commits)
+    /// instead of appending to the store directly.
+    pub group_commit: Option<GroupCommit>,
 }
 
 impl Default for Options {
@@ -42,6 +46,7 @@ impl Default for Options {
             cluster: None,
             time: None,
             stream_lists_over: crate::STREAM_LIST_BYTES,
+            group_commit: None,
         }
     }
 }
@@ -147,7 +152,10 @@ pub fn run(
                     store.flush()?;
                 }
             } else {
-                let outcome = store.append_prepared(chunk.events)?;
+                let outcome = match &options.group_commit {
+                    Some(shared) => shared.append(chunk.events)?,
+                    None => store.append_prepared(chunk.events)?,
+                };
                 summary.appended += outcome.appended;
                 summary.duplicates += outcome.duplicates;
                 summary.batches += 1;

@@ -334,6 +334,27 @@ impl Store {
         events: Vec<PreparedEvent>,
         offsets: &[SourceOffset],
     ) -> Result<AppendOutcome, StoreError> {
+        let mut outcomes = self.append_groups(vec![events], offsets)?;
+        Ok(outcomes.pop().unwrap_or_default())
+    }
+
+    /// Appends several callers' batches as one group commit (one sync of
+    /// the files, one flush of the commit record) and tells each caller
+    /// what happened to its own events: an id repeated across the groups is
+    /// appended for the first group holding it and a duplicate for the
+    /// rest. Every outcome's `size` is the log size after the commit.
+    pub fn append_together(
+        &self,
+        groups: Vec<Vec<PreparedEvent>>,
+    ) -> Result<Vec<AppendOutcome>, StoreError> {
+        self.append_groups(groups, &[])
+    }
+
+    fn append_groups(
+        &self,
+        groups: Vec<Vec<PreparedEvent>>,
+        offsets: &[SourceOffset],
+    ) -> Result<Vec<AppendOutcome>, StoreError> {
         let mut w = self.lock();
         if let Some(reason) = &w.refused {
             return Err(StoreError::WritesRefused(reason.clone()));
@@ -347,29 +368,35 @@ impl Store {
         let recorded_at = next_recorded_at(w.recorded_at);
         let recorded_text = recorded_at.to_string();
         let mut seen: HashSet<String> = HashSet::new();
-        let mut duplicates = 0u64;
         let first = w.frontier.size();
         // Dedup needs every committed id in the index.
         if self.keys_mark.load(Ordering::Acquire) != first {
             self.catch_up_keys(&w, &mut |_| {})?;
         }
-        let mut ids = Vec::with_capacity(events.len());
-        let mut leaves = Vec::with_capacity(events.len());
-        let mut facts = Vec::with_capacity(events.len());
-        for prepared in events {
-            if seen.contains(&prepared.id) || self.keys.id(&prepared.id)?.is_some() {
-                duplicates += 1;
-                continue;
+        let total: usize = groups.iter().map(Vec::len).sum();
+        let mut ids = Vec::with_capacity(total);
+        let mut leaves = Vec::with_capacity(total);
+        let mut facts = Vec::with_capacity(total);
+        let mut outcomes = Vec::with_capacity(groups.len());
+        for group in groups {
+            let mut outcome = AppendOutcome::default();
+            for prepared in group {
+                if seen.contains(&prepared.id) || self.keys.id(&prepared.id)?.is_some() {
+                    outcome.duplicates += 1;
+                    continue;
+                }
+                seen.insert(prepared.id.clone());
+                let index = first + ids.len() as u64;
+                leaves.push(canonical::leaf_bytes(
+                    &prepared.canonical,
+                    index,
+                    &recorded_text,
+                ));
+                ids.push(prepared.id);
+                facts.push(prepared.facts);
+                outcome.appended += 1;
             }
-            seen.insert(prepared.id.clone());
-            let index = first + ids.len() as u64;
-            leaves.push(canonical::leaf_bytes(
-                &prepared.canonical,
-                index,
-                &recorded_text,
-            ));
-            ids.push(prepared.id);
-            facts.push(prepared.facts);
+            outcomes.push(outcome);
         }
         let mut offset_batch = sled::Batch::default();
         let mut moved = false;
@@ -386,11 +413,10 @@ impl Store {
                 self.log.apply_batch(offset_batch)?;
                 self.db.flush()?;
             }
-            return Ok(AppendOutcome {
-                appended: 0,
-                duplicates,
-                size: first,
-            });
+            for o in &mut outcomes {
+                o.size = first;
+            }
+            return Ok(outcomes);
         }
         let result = self.commit(&mut w, first, recorded_at, &leaves, offset_batch);
         if result.is_err() {
@@ -417,11 +443,10 @@ impl Store {
         // happens here: a failure is retried by the next reader, which
         // reports it.
         let _ = self.follow_commit(first, &facts);
-        Ok(AppendOutcome {
-            appended: ids.len() as u64,
-            duplicates,
-            size,
-        })
+        for o in &mut outcomes {
+            o.size = size;
+        }
+        Ok(outcomes)
     }
 
     /// Files first, then the sled batch with size and checkpoint.

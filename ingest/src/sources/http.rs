@@ -2,9 +2,10 @@
 //! webhook backend, and Flux and Argo CD notification webhooks.
 //!
 //! Each request body is one input run through the same pipeline as a file
-//! (framing, decoding, redaction, quarantine of bad records, group commit),
-//! and the answer `{"appended", "duplicates", "rejected"}` is sent only
-//! after the batch is durable. Overload is refused, never queued without
+//! (framing, decoding, redaction, quarantine of bad records), and the
+//! requests in flight share commits ([`crate::group_commit`]): the answer
+//! `{"appended", "duplicates", "rejected"}` is sent only after the commit
+//! holding the request's events is durable. Overload is refused, never queued without
 //! bound: at most `max_in_flight` requests are being ingested at once, and
 //! another gets 429 with `Retry-After`; a body over `max_body_bytes` gets
 //! 413; a body none of whose records decode gets 400 naming the first
@@ -46,6 +47,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use crate::group_commit::GroupCommit;
 use crate::pipeline::{self, Observer, Options};
 use crate::{Format, Input, Rejected};
 
@@ -167,11 +169,14 @@ struct Ingest {
     slots: Arc<Semaphore>,
     max_body_bytes: usize,
     metrics: Arc<Metrics>,
+    /// Requests in flight share commits through it.
+    commits: GroupCommit,
 }
 
 /// The ingest routes over `store`, counting into `metrics`.
 pub fn router(store: Arc<Store>, limits: Limits, metrics: Arc<Metrics>) -> Router {
     let state = Ingest {
+        commits: GroupCommit::start(store.clone(), crate::group_commit::DEFAULT_MAX_EVENTS),
         store,
         slots: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
         max_body_bytes: limits.max_body_bytes,
@@ -314,6 +319,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
     let options = Options {
         cluster: params.cluster,
         time,
+        group_commit: Some(s.commits.clone()),
         ..Options::default()
     };
     let store = s.store.clone();
