@@ -101,7 +101,26 @@ impl KeyIndex {
         }
     }
 
+    /// Opens fjall at `path`. Its recovery asserts on some malformed
+    /// journal entries (a debug assertion), and a cache that cannot be
+    /// read must be rebuilt, never bring the store down: a panic while
+    /// opening counts as an index that did not open.
     fn open_at(path: &Path) -> Result<KeyIndex, StoreError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| KeyIndex::recover_at(path)))
+            .unwrap_or_else(|panic| {
+                let reason = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "no message".into());
+                Err(StoreError::Index {
+                    path: path.to_path_buf(),
+                    reason: format!("recovery failed ({reason})"),
+                })
+            })
+    }
+
+    fn recover_at(path: &Path) -> Result<KeyIndex, StoreError> {
         let db = Database::builder(path)
             .cache_size(CACHE_BYTES)
             // Two cores: one worker flushes and compacts in the background.

@@ -604,7 +604,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(16))]
+    #![proptest_config(ProptestConfig::with_cases(32))]
 
     /// The key indexes against a HashMap: batches of ids drawn from a small
     /// pool (so redeliveries are common), and between batches a reopen
