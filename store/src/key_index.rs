@@ -70,8 +70,13 @@ impl KeyIndex {
     /// that fail to open are removed and created empty.
     pub(crate) fn open(path: &Path) -> Result<(KeyIndex, Opened), StoreError> {
         let existed = path.join(FORMAT_MARKER).exists();
-        match KeyIndex::open_at(path) {
-            Ok(index) => match index.format()? {
+        // Opened and its layout read, or not usable at all.
+        let opened = KeyIndex::open_at(path).and_then(|index| {
+            let format = index.format()?;
+            Ok((index, format))
+        });
+        match opened {
+            Ok((index, format)) => match format {
                 Some(v) if v == FORMAT_VERSION => Ok((index, Opened::Existing)),
                 Some(other) => {
                     let reason = format!(

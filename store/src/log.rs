@@ -729,9 +729,17 @@ impl Store {
         const CHUNK: u64 = 8192;
         let size = w.frontier.size();
         let read = &mut |id| self.tree.read(id);
-        let mut from = match self.keys.watermark()? {
-            Some((mark, root)) if mark <= size && merkle::root_at(mark, read)? == root => mark,
-            Some((mark, _)) => {
+        let mut from = match self.keys.watermark() {
+            Ok(Some((mark, root))) if mark <= size && merkle::root_at(mark, read)? == root => mark,
+            Err(e) => {
+                report(Rebuild::KeyIndexes {
+                    entries: size,
+                    reason: format!("the key indexes' watermark cannot be read ({e})"),
+                });
+                self.keys.clear()?;
+                0
+            }
+            Ok(Some((mark, _))) => {
                 let reason = if mark > size {
                     format!("they cover {mark} entries, the log has {size}")
                 } else {
@@ -744,7 +752,7 @@ impl Store {
                 self.keys.clear()?;
                 0
             }
-            None => 0,
+            Ok(None) => 0,
         };
         while from < size {
             let to = (from + CHUNK).min(size);
