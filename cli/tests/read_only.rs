@@ -162,11 +162,7 @@ fn queries_over_their_limits_fail_with_their_codes_and_the_server_keeps_serving(
     );
     // DataFusion's account of the consumers is for the log only.
     assert!(!error.to_string().contains("Aggregate"), "{error}");
-    assert!(
-        server.log().contains("over its memory limit"),
-        "{}",
-        server.log()
-    );
+    assert!(server.logged("over its memory limit"), "{}", server.log());
     let (status, _) = server.sql(None, count);
     assert_eq!(status, 200, "the next query answers");
     let (_, metrics) = server.request("GET", "/metrics", None, "");

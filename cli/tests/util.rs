@@ -186,6 +186,19 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// Whether the server's stderr comes to hold `needle`: a line written
+    /// before an answer reaches this process through a pipe and a reader
+    /// thread, so it is waited for (bounded at 10 s).
+    pub fn logged(&self, needle: &str) -> bool {
+        for _ in 0..200 {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+
     /// One HTTP/1.1 request with a text body: (status, body).
     pub fn request(
         &self,
