@@ -141,8 +141,11 @@ impl KeyIndex {
             keyspace("type_time")?,
             keyspace("meta")?,
         );
-        std::fs::write(path.join(FORMAT_MARKER), b"annal key indexes\n")
-            .map_err(|e| StoreError::io(path.join(FORMAT_MARKER), e))?;
+        let marker = path.join(FORMAT_MARKER);
+        if !marker.exists() {
+            std::fs::write(&marker, b"annal key indexes\n")
+                .map_err(|e| StoreError::io(&marker, e))?;
+        }
         Ok(KeyIndex {
             path: path.to_path_buf(),
             db,

@@ -227,6 +227,15 @@ impl Scanner<'_> {
         }
     }
 
+    /// Skips ASCII digits; how many.
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+        self.at - start
+    }
+
     /// A number as ECMAScript prints it (`Number.prototype.toString`).
     fn number(&mut self) -> Result<(), String> {
         let start = self.at;
@@ -234,21 +243,14 @@ impl Scanner<'_> {
             self.at += 1;
         }
         let digits = self.at;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.at += 1;
-        }
-        if self.at == digits {
+        if self.digits() == 0 {
             return self.bad("a number without digits");
         }
         let mut plain = true;
         if self.peek() == Some(b'.') {
             plain = false;
             self.at += 1;
-            let frac = self.at;
-            while matches!(self.peek(), Some(b'0'..=b'9')) {
-                self.at += 1;
-            }
-            if self.at == frac {
+            if self.digits() == 0 {
                 return self.bad("a number without fraction digits");
             }
         }
@@ -258,11 +260,7 @@ impl Scanner<'_> {
             if matches!(self.peek(), Some(b'+' | b'-')) {
                 self.at += 1;
             }
-            let exp = self.at;
-            while matches!(self.peek(), Some(b'0'..=b'9')) {
-                self.at += 1;
-            }
-            if self.at == exp {
+            if self.digits() == 0 {
                 return self.bad("a number without exponent digits");
             }
         }

@@ -55,7 +55,7 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         memory_bytes: args.query_memory,
         timeout: Some(args.query_timeout),
         max_json_rows: usize::try_from(args.sql_max_rows).unwrap_or(usize::MAX),
-        usage: Arc::new(annal_query::sql::limits::Usage::default()),
+        ..annal_query::sql::Limits::default()
     };
     let sql_usage = sql_limits.usage.clone();
     let (exposition, kafka_exposition) = (metrics.clone(), kafka_metrics.clone());
@@ -98,12 +98,8 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
     // in the server log (the panic hook prints it there).
     app = app.layer(tower_http::catch_panic::CatchPanicLayer::custom(
         |_: Box<dyn std::any::Any + Send>| {
-            axum::response::IntoResponse::into_response((
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                axum::Json(serde_json::json!({
-                    "error": "internal error (see the server log)",
-                    "code": "internal",
-                })),
+            axum::response::IntoResponse::into_response(annal_query::http::ApiError::Internal(
+                "a request handler panicked".into(),
             ))
         },
     ));

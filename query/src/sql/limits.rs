@@ -51,6 +51,13 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// When a query started now must end (none without a time limit).
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.timeout.map(|t| tokio::time::Instant::now() + t)
+    }
+}
+
 /// The default per-query memory: an eighth of physical memory, at least
 /// 256 MiB (1 GiB when it cannot be read).
 pub fn default_memory_bytes() -> usize {

@@ -188,16 +188,7 @@ pub async fn run_capped(
         let batches = df.collect().await.map_err(|e| error(ctx, e))?;
         Ok(Answer { schema, batches })
     };
-    match limits.timeout {
-        None => work.await,
-        Some(limit) => match tokio::time::timeout(limit, work).await {
-            Ok(answer) => answer,
-            Err(_) => {
-                limits.usage.count(limits::Stopped::Timeout);
-                Err(QueryError::Timeout { limit })
-            }
-        },
-    }
+    before(&limits, limits.deadline(), work).await
 }
 
 /// The rows of a query as they are computed, for answers too large to
@@ -206,30 +197,41 @@ pub async fn run_capped(
 pub async fn stream(ctx: &SessionContext, sql: &str) -> Result<Rows, QueryError> {
     let limits = limits(ctx);
     let running = limits.usage.start();
-    let deadline = limits.timeout.map(|t| tokio::time::Instant::now() + t);
+    let deadline = limits.deadline();
     let plan = async {
         let df = dataframe(ctx, sql).await?;
         df.execute_stream().await.map_err(|e| error(ctx, e))
     };
-    let timed_out = || {
-        limits.usage.count(limits::Stopped::Timeout);
-        QueryError::Timeout {
-            limit: limits.timeout.unwrap_or_default(),
-        }
-    };
-    let batches = match deadline {
-        None => plan.await?,
-        Some(at) => tokio::time::timeout_at(at, plan)
-            .await
-            .map_err(|_| timed_out())??,
-    };
+    let batches = before(&limits, deadline, plan).await?;
     Ok(Rows {
         schema: batches.schema(),
         batches,
         deadline,
         ctx: ctx.clone(),
+        limits,
         _running: running,
     })
+}
+
+/// `work`, cut off at `deadline`: the query's streams are dropped (which
+/// cancels it) and the timeout is counted.
+async fn before<T>(
+    limits: &Limits,
+    deadline: Option<tokio::time::Instant>,
+    work: impl std::future::Future<Output = Result<T, QueryError>>,
+) -> Result<T, QueryError> {
+    let Some(at) = deadline else {
+        return work.await;
+    };
+    match tokio::time::timeout_at(at, work).await {
+        Ok(done) => done,
+        Err(_) => {
+            limits.usage.count(limits::Stopped::Timeout);
+            Err(QueryError::Timeout {
+                limit: limits.timeout.unwrap_or_default(),
+            })
+        }
+    }
 }
 
 /// A query's rows as they come; see [`stream`].
@@ -239,6 +241,7 @@ pub struct Rows {
     batches: datafusion::physical_plan::SendableRecordBatchStream,
     deadline: Option<tokio::time::Instant>,
     ctx: SessionContext,
+    limits: Arc<Limits>,
     _running: limits::Running,
 }
 
@@ -247,20 +250,12 @@ impl Rows {
     /// included) the caller stops asking.
     pub async fn next(&mut self) -> Option<Result<RecordBatch, QueryError>> {
         use futures::StreamExt as _;
-        let next = match self.deadline {
-            None => self.batches.next().await,
-            Some(at) => match tokio::time::timeout_at(at, self.batches.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    let limits = limits(&self.ctx);
-                    limits.usage.count(limits::Stopped::Timeout);
-                    return Some(Err(QueryError::Timeout {
-                        limit: limits.timeout.unwrap_or_default(),
-                    }));
-                }
-            },
-        };
-        next.map(|batch| batch.map_err(|e| error(&self.ctx, e)))
+        let batches = &mut self.batches;
+        let next = async move { Ok::<_, QueryError>(batches.next().await) };
+        match before(&self.limits, self.deadline, next).await {
+            Ok(next) => next.map(|batch| batch.map_err(|e| error(&self.ctx, e))),
+            Err(timeout) => Some(Err(timeout)),
+        }
     }
 }
 
