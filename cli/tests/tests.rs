@@ -7,6 +7,7 @@ mod drill;
 mod gates;
 mod ingest;
 mod kafka;
+mod migration;
 mod proofs;
 mod prune;
 mod read_only;

@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use annal_schemas::{Actor, Envelope};
 use serde_json::{Number, Value};
 
-use crate::derived::Facts;
+use crate::index::Facts;
 use crate::Entry;
 
 /// Largest integer every JCS implementation reads back exactly (2^53).

@@ -9,10 +9,11 @@
 //!     'M' ‖ name              meta: size, recorded_at, checkpoint
 //!     'O' ‖ source ‖ 0 ‖ partition  next offset to consume (Kafka), u64be
 //!   tree "quarantine"         rejected input, keyed by content hash
-//!   tree "idx.versions"       the object version index's state (derived)
-//! DATA/index/                 key indexes (fjall; derived, see key_index.rs):
-//!                             ids, cluster and type time orders, watermark
-//! DATA/versions/<n>/          object version index files (derived, see versions/)
+//! DATA/index/                 the indexes (fjall; derived, see index/): ids,
+//!                             cluster and type time orders, object states,
+//!                             version file lengths, watermark, sync mark
+//! DATA/versions/<n>/          object version files, append-only (derived,
+//!                             see index/versions/)
 //! DATA/keys/checkpoint.key    Ed25519 signing key, mode 0600
 //! DATA/keys/checkpoint.vkey   its public key, for auditors
 //! DATA/checkpoint             latest signed checkpoint (published after each commit)
@@ -28,6 +29,10 @@ pub(crate) const QUARANTINE_TREE: &str = "quarantine";
 /// to the key indexes and deletes them.
 pub(crate) const ID_PREFIX: &[u8] = b"I";
 pub(crate) const FIRST_LAYOUT_TREES: [&str; 2] = ["idx.cluster_time", "idx.type_time"];
+/// The first and second layouts kept the object version index's state in
+/// this tree (and 64-byte rows patched in place); a store that finds it
+/// rebuilds the versions in the indexes and drops it.
+pub(crate) const SECOND_LAYOUT_TREE: &str = "idx.versions";
 pub(crate) const META_SIZE: &[u8] = b"Msize";
 pub(crate) const META_RECORDED_AT: &[u8] = b"Mrecorded_at";
 pub(crate) const META_CHECKPOINT: &[u8] = b"Mcheckpoint";

@@ -10,9 +10,9 @@
 //! store: [`merkle`] (RFC 6962 hashing with BLAKE3), [`proof`] (inclusion
 //! and consistency proofs), [`Entry`] (the JCS leaf format) and
 //! [`checkpoint`] (C2SP signed notes). sled holds only the small atomic
-//! commit record; the indexes (ids, time orders, object versions) are
-//! caches of the leaves, caught up from a watermark on open and rebuilt by
-//! [`Store::reindex`].
+//! commit record; the indexes (ids, time orders, object versions: see
+//! `index/`) are caches of the leaves, caught up from a watermark on open
+//! and rebuilt by [`Store::reindex`].
 //!
 //! ```
 //! # let dir = tempfile::tempdir().unwrap();
@@ -30,10 +30,9 @@
 mod audit;
 pub mod canonical;
 pub mod checkpoint;
-mod derived;
 mod entry;
 mod error;
-mod key_index;
+mod index;
 mod keys;
 mod layout;
 mod leaf_check;
@@ -45,13 +44,13 @@ mod quarantine;
 mod record_file;
 mod tree;
 mod verify;
-pub mod versions;
 
 pub use audit::KeyRotation;
 pub use canonical::PreparedEvent;
-pub use derived::ScanKey;
 pub use entry::Entry;
 pub use error::StoreError;
+pub use index::versions;
+pub use index::ScanKey;
 pub use layout::DataDir;
 pub use log::{
     AppendOutcome, InitReport, RawLeaf, Rebuild, SourceOffset, Status, Store, DEFAULT_ORIGIN,

@@ -10,15 +10,14 @@ use annal_schemas::{Envelope, Timestamp};
 
 use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{sign_note, Checkpoint, NoteSigner, NoteVerifier};
-use crate::derived::{Derived, Facts, ScanKey};
-use crate::key_index::{KeyIndex, Opened};
+use crate::index::versions::ClusterVersions;
+use crate::index::{Facts, Indexes, Opened, ScanKey};
 use crate::keys;
 use crate::layout::{self, DataDir};
 use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES};
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::quarantine::Quarantine;
 use crate::tree::{TreeFiles, TreeWriter};
-use crate::versions::ClusterVersions;
 use crate::{Entry, StoreError};
 
 /// Default log origin (C2SP checkpoint origin and key name).
@@ -34,16 +33,18 @@ pub struct Store {
     segments: Segments,
     tree: TreeFiles,
     segment_bytes: u64,
-    db: sled::Db,
+    pub(crate) db: sled::Db,
     log: sled::Tree,
     quarantine: sled::Tree,
-    /// Ids and the cluster/type time orders (see [`crate::key_index`]).
-    keys: KeyIndex,
+    /// Ids, the cluster/type time orders and the object versions (see
+    /// [`crate::index`]).
+    keys: Indexes,
     /// The log size `keys` covers, as last written here (`u64::MAX`: not
     /// known to match the log; checked and caught up before use).
     keys_mark: AtomicU64,
-    derived: Derived,
-    derived_lock: Mutex<()>,
+    /// Whether dropping the store closes the indexes (tests clear it to
+    /// leave them as a crash would).
+    close_on_drop: std::sync::atomic::AtomicBool,
     writer: Mutex<Writer>,
 }
 
@@ -51,15 +52,23 @@ pub struct Store {
 /// library and prints nothing itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rebuild {
-    /// The key indexes are being built from `entries` leaves, and why
-    /// (a ledger in the first layout, a damaged or missing index).
-    KeyIndexes {
+    /// The indexes are being built from `entries` leaves, and why (a
+    /// ledger in an older layout, a damaged or missing index).
+    Indexes {
         /// Leaves to replay.
         entries: u64,
         /// Why.
         reason: String,
     },
-    /// The first layout's sled keys are being removed after the rebuild.
+    /// How far a long replay has come (every 256Ki entries).
+    Progress {
+        /// Entries replayed so far.
+        replayed: u64,
+        /// Entries to replay in all.
+        entries: u64,
+    },
+    /// An older layout's sled keys and trees are being removed after the
+    /// rebuild.
     OldLayoutRemoved,
 }
 
@@ -245,8 +254,7 @@ impl Store {
         let db = open_db(&dir)?;
         let log = db.open_tree(layout::LOG_TREE)?;
         let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
-        let (keys, opened) = KeyIndex::open(&dir.key_index())?;
-        let derived = Derived::open(&db, dir.versions())?;
+        let (keys, opened) = Indexes::open(&dir.key_index(), dir.versions())?;
         let signer = keys::read_signer(&dir)?;
         let co_signer = keys::read_previous(&dir)?;
         let current = match &signer {
@@ -278,8 +286,7 @@ impl Store {
             quarantine,
             keys,
             keys_mark: AtomicU64::new(u64::MAX),
-            derived,
-            derived_lock: Mutex::new(()),
+            close_on_drop: std::sync::atomic::AtomicBool::new(true),
         };
         store.recover()?;
         store.recover_keys(opened, report)?;
@@ -425,8 +432,9 @@ impl Store {
             w.files = None;
         }
         let size = result?;
-        // The key indexes follow the commit under the writer lock, so the
-        // next batch's dedup sees these ids. Should this fail, the batch is
+        // The indexes follow the commit under the writer lock, so the next
+        // batch's dedup sees these ids, and ingest pays for every index
+        // (and says so in its throughput). Should this fail, the batch is
         // still committed, and the next append or reader catches up.
         let mark = self
             .keys
@@ -438,11 +446,6 @@ impl Store {
             .unwrap_or(u64::MAX);
         self.keys_mark.store(mark, Ordering::Release);
         drop(w);
-        // The derived indexes follow each commit, so ingest pays for them
-        // (and says so in its throughput). The batch is committed whatever
-        // happens here: a failure is retried by the next reader, which
-        // reports it.
-        let _ = self.follow_commit(first, &facts);
         for o in &mut outcomes {
             o.size = size;
         }
@@ -648,25 +651,35 @@ impl Store {
         }
     }
 
-    /// Rebuilds the key indexes and every derived index by replaying the
-    /// log. Returns the number of entries replayed and the indexes rebuilt.
+    /// Rebuilds every index by replaying the log. Returns the number of
+    /// entries replayed and the indexes rebuilt.
     pub fn reindex(&self) -> Result<(u64, Vec<&'static str>), StoreError> {
-        let _derived = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
         let w = self.lock();
         self.keys.clear()?;
         self.keys_mark.store(u64::MAX, Ordering::Release);
         self.catch_up_keys(&w, &mut |_| {})?;
+        self.keys.close()?;
         self.keys.persist()?;
-        self.derived.clear()?;
-        let replayed = self.replay_derived(0)?;
-        self.db.flush()?;
-        let mut trees = vec!["id index", "cluster time index", "type time index"];
-        trees.extend(self.derived.names());
-        Ok((replayed, trees))
+        Ok((
+            w.frontier.size(),
+            vec![
+                "id index",
+                "cluster time index",
+                "type time index",
+                "object version index",
+            ],
+        ))
     }
 
-    /// The key indexes as this process opened them (tests damage them).
-    pub(crate) fn key_index(&self) -> &KeyIndex {
+    /// Drops the store without closing its indexes, as a crash would
+    /// leave them (tests).
+    #[cfg(test)]
+    pub(crate) fn abandon(self) {
+        self.close_on_drop.store(false, Ordering::Release);
+    }
+
+    /// The indexes as this process opened them (tests damage them).
+    pub(crate) fn key_index(&self) -> &Indexes {
         &self.keys
     }
 
@@ -685,10 +698,11 @@ impl Store {
         self.catch_up_keys(&w, &mut |_| {})
     }
 
-    /// After the open-time check: trusts the key indexes only from a
+    /// After the open-time check: trusts the indexes only from a
     /// watermark whose recorded root is the log's root at that size, and
-    /// replays the leaves past it; removes the first layout's keys from
-    /// sled once the new indexes hold them.
+    /// replays the leaves past it (past the sync mark, when the last
+    /// process did not close); removes older layouts' keys from sled once
+    /// the new indexes hold them.
     fn recover_keys(
         &self,
         opened: Opened,
@@ -700,31 +714,61 @@ impl Store {
             // indexes are caught up once it is repaired.
             return Ok(());
         }
-        let old_layout = self.log.scan_prefix(layout::ID_PREFIX).next().is_some();
+        let first_layout = self.log.scan_prefix(layout::ID_PREFIX).next().is_some();
+        let second_layout = self
+            .db
+            .tree_names()
+            .iter()
+            .any(|t| t == layout::SECOND_LAYOUT_TREE.as_bytes());
         let reason = match opened {
-            Opened::Replaced(reason) => Some(format!("the key indexes were unusable ({reason})")),
-            _ if old_layout => Some("a ledger in the first layout (ids in sled)".to_string()),
-            Opened::Created if w.frontier.size() > 0 => Some("no key indexes".to_string()),
-            _ => None,
+            Opened::Replaced(reason) => Some(format!("the indexes were unusable ({reason})")),
+            _ if first_layout => Some("a ledger in the first layout (ids in sled)".to_string()),
+            Opened::Outdated(found) => Some(format!(
+                "indexes in layout {found} (object versions in sled); this annal keeps them beside the ids"
+            )),
+            Opened::Created if w.frontier.size() > 0 => Some("no indexes".to_string()),
+            _ => {
+                self.rewind_if_not_closed(&w)?;
+                self.keys
+                    .damaged_files()?
+                    .map(|damage| format!("a version file lost committed bytes ({damage})"))
+            }
         };
         if let Some(reason) = reason {
             let entries = w.frontier.size();
             if entries > 0 {
-                report(Rebuild::KeyIndexes { entries, reason });
+                report(Rebuild::Indexes { entries, reason });
             }
             self.keys.clear()?;
         }
         self.catch_up_keys(&w, report)?;
-        if old_layout {
+        if first_layout || second_layout {
             report(Rebuild::OldLayoutRemoved);
-            self.remove_first_layout()?;
+            self.remove_old_layouts()?;
         }
         Ok(())
     }
 
-    /// Replays the leaves past the key indexes' watermark into them; an
-    /// index whose watermark is past the log or whose root is not the log's
-    /// is emptied first.
+    /// When the last process did not close the indexes (their sync mark
+    /// is behind a watermark that is this log's), goes back to the sync
+    /// mark: what was written after it may not have reached the disk.
+    fn rewind_if_not_closed(&self, w: &Writer) -> Result<(), StoreError> {
+        let size = w.frontier.size();
+        let read = &mut |id| self.tree.read(id);
+        let Ok(Some((mark, root))) = self.keys.watermark() else {
+            return Ok(()); // catch_up_keys deals with it
+        };
+        let synced = self.keys.synced()?;
+        if synced < mark && mark <= size && merkle::root_at(mark, read)? == root {
+            let root = merkle::root_at(synced, read)?;
+            self.keys.rewind(synced, root)?;
+        }
+        Ok(())
+    }
+
+    /// Replays the leaves past the indexes' watermark into them; an index
+    /// whose watermark is past the log or whose root is not the log's is
+    /// emptied first.
     fn catch_up_keys(&self, w: &Writer, report: &mut dyn FnMut(Rebuild)) -> Result<(), StoreError> {
         const CHUNK: u64 = 8192;
         let size = w.frontier.size();
@@ -732,9 +776,9 @@ impl Store {
         let mut from = match self.keys.watermark() {
             Ok(Some((mark, root))) if mark <= size && merkle::root_at(mark, read)? == root => mark,
             Err(e) => {
-                report(Rebuild::KeyIndexes {
+                report(Rebuild::Indexes {
                     entries: size,
-                    reason: format!("the key indexes' watermark cannot be read ({e})"),
+                    reason: format!("the indexes' watermark cannot be read ({e})"),
                 });
                 self.keys.clear()?;
                 0
@@ -745,15 +789,16 @@ impl Store {
                 } else {
                     format!("their root at size {mark} is not the log's")
                 };
-                report(Rebuild::KeyIndexes {
+                report(Rebuild::Indexes {
                     entries: size,
-                    reason: format!("the key indexes belong to another history ({reason})"),
+                    reason: format!("the indexes belong to another history ({reason})"),
                 });
                 self.keys.clear()?;
                 0
             }
             Ok(None) => 0,
         };
+        let start = from;
         while from < size {
             let to = (from + CHUNK).min(size);
             let mut ids = Vec::with_capacity((to - from) as usize);
@@ -767,15 +812,21 @@ impl Store {
             from = self
                 .keys
                 .apply(from, ids.iter().map(String::as_str).zip(&facts), root)?;
+            if (from - start) % (32 * CHUNK) == 0 && from < size {
+                report(Rebuild::Progress {
+                    replayed: from - start,
+                    entries: size - start,
+                });
+            }
         }
         self.keys_mark.store(size, Ordering::Release);
         Ok(())
     }
 
-    /// Deletes the id keys and time trees the first layout kept in sled
-    /// (the key indexes hold them now). Interrupted, it is resumed on the
-    /// next open, which finds id keys left.
-    fn remove_first_layout(&self) -> Result<(), StoreError> {
+    /// Deletes the id keys and trees older layouts kept in sled (the
+    /// indexes hold them now). Interrupted, it is resumed on the next open,
+    /// which finds them left.
+    fn remove_old_layouts(&self) -> Result<(), StoreError> {
         const CHUNK: usize = 8192;
         loop {
             let mut batch = sled::Batch::default();
@@ -789,7 +840,10 @@ impl Store {
             }
             self.log.apply_batch(batch)?;
         }
-        for tree in layout::FIRST_LAYOUT_TREES {
+        for tree in layout::FIRST_LAYOUT_TREES
+            .into_iter()
+            .chain([layout::SECOND_LAYOUT_TREE])
+        {
             self.db.drop_tree(tree)?;
         }
         self.db.flush()?;
@@ -798,15 +852,15 @@ impl Store {
 
     /// Cluster ids that have object versions, sorted.
     pub fn version_clusters(&self) -> Result<Vec<String>, StoreError> {
-        self.catch_up_derived()?;
-        self.derived.version_clusters()
+        self.keys_current()?;
+        self.keys.version_clusters()
     }
 
     /// A consistent copy of one cluster's object versions (see
     /// [`ClusterVersions::live_at`]); `None` when the cluster has none.
     pub fn cluster_versions(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
-        self.catch_up_derived()?;
-        self.derived.cluster_versions(cluster)
+        self.keys_current()?;
+        self.keys.cluster_versions(cluster)
     }
 
     /// How many entries the ledger had recorded at system time `at`: the
@@ -979,52 +1033,6 @@ impl Store {
         Ok(frontier)
     }
 
-    fn catch_up_derived(&self) -> Result<(), StoreError> {
-        let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let size = self.lock_free_size();
-        match self.derived.watermark()? {
-            Some(mark) if mark == size => {}
-            Some(mark) if mark < size => {
-                self.replay_derived(mark)?;
-            }
-            _ => {
-                self.derived.clear()?;
-                self.replay_derived(0)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Indexes a batch just committed at `first` from the facts computed
-    /// at ingest, when the indexes stand exactly before it; otherwise
-    /// catches up from the log.
-    fn follow_commit(&self, first: u64, facts: &[Facts]) -> Result<(), StoreError> {
-        {
-            let _one_at_a_time = self.derived_lock.lock().unwrap_or_else(|p| p.into_inner());
-            if self.derived.watermark()? == Some(first) {
-                return self.derived.apply(first, facts);
-            }
-        }
-        self.catch_up_derived()
-    }
-
-    fn replay_derived(&self, from: u64) -> Result<u64, StoreError> {
-        const CHUNK: usize = 4096;
-        let size = self.lock_free_size();
-        let mut chunk = Vec::with_capacity(CHUNK);
-        let mut first = from;
-        for entry in self.entries(from, size) {
-            chunk.push(Facts::of(&entry?.event));
-            if chunk.len() == CHUNK {
-                self.derived.apply(first, &chunk)?;
-                first += CHUNK as u64;
-                chunk.clear();
-            }
-        }
-        self.derived.apply(first, &chunk)?;
-        Ok(first + chunk.len() as u64 - from)
-    }
-
     /// The committed size, read without the writer lock (so readers never
     /// wait on a commit, and code holding the lock can read).
     fn lock_free_size(&self) -> u64 {
@@ -1034,6 +1042,17 @@ impl Store {
             .flatten()
             .and_then(|v| layout::u64_value(&v))
             .unwrap_or(0)
+    }
+}
+
+impl Drop for Store {
+    /// Syncs the version files and moves the sync mark to the watermark,
+    /// so that the next open replays nothing. Best effort: without it the
+    /// next open replays from the last sync mark.
+    fn drop(&mut self) {
+        if self.close_on_drop.load(Ordering::Acquire) {
+            let _ = self.keys.close();
+        }
     }
 }
 

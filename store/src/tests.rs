@@ -315,13 +315,13 @@ fn a_damaged_id_index_is_found_by_verify_and_rebuilt_by_reindex() {
     store
         .append((0..6).map(|i| event(&format!("e{i}"), "c", i)).collect())
         .unwrap();
-    store.key_index().forget_id("e3").unwrap();
+    store.key_index().keys().forget_id("e3").unwrap();
     let report = store.verify(None).unwrap();
     let problem = report.problem.expect("a missing id must be found");
     assert_eq!(problem.index, Some(3));
     assert!(problem.reason.contains("id index"), "{}", problem.reason);
     // A wrong mapping is found too.
-    store.key_index().remap_id("e3", 1).unwrap();
+    store.key_index().keys().remap_id("e3", 1).unwrap();
     assert_eq!(store.verify(None).unwrap().problem.unwrap().index, Some(3));
     let (replayed, trees) = store.reindex().unwrap();
     assert_eq!(replayed, 6);
@@ -379,7 +379,7 @@ fn a_late_version_splits_its_predecessors_interval() {
 }
 
 #[test]
-fn an_interrupted_version_apply_is_undone_or_rebuilt() {
+fn version_files_past_or_short_of_their_recorded_lengths_are_cut_or_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     Store::init(dir.path(), "annal.test/store").unwrap();
     let expected = {
@@ -396,26 +396,110 @@ fn an_interrupted_version_apply_is_undone_or_rebuilt() {
     bytes.extend_from_slice(&[0xAB; 56]);
     std::fs::write(&rows, &bytes).unwrap();
     {
-        let store = Store::open(dir.path()).unwrap();
+        let mut reports = Vec::new();
+        let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+        assert_eq!(reports, []);
         assert_eq!(version_rows(&store), expected);
         store.append(vec![observed("d", "z", 3)]).unwrap();
         assert_eq!(version_rows(&store).len(), expected.len() + 1);
     }
-    // A dirty marker (an apply that crashed midway) forces a rebuild, which
-    // gives the same rows even though the files were damaged.
-    {
-        let db = sled::open(layout::DataDir::new(dir.path()).db()).unwrap();
-        db.open_tree("idx.versions")
-            .unwrap()
-            .insert(b"\xffdirty", &[])
-            .unwrap();
-        db.flush().unwrap();
-    }
-    std::fs::write(&rows, b"garbage").unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    // A file that lost committed bytes is never trusted: the versions are
+    // rebuilt from the log, with the same rows.
+    let bytes = std::fs::read(&rows).unwrap();
+    std::fs::write(&rows, &bytes[..bytes.len() / 2]).unwrap();
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert!(
+        matches!(&reports[..], [crate::Rebuild::Indexes { entries: 4, reason }] if reason.contains("lost committed bytes")),
+        "{reports:?}"
+    );
     let rebuilt = version_rows(&store);
     assert_eq!(rebuilt.len(), expected.len() + 1);
     assert!(expected.iter().all(|r| rebuilt.contains(r)));
+}
+
+#[test]
+fn an_unclosed_index_rewinds_to_its_sync_mark_and_replays_only_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/store").unwrap();
+    let data = layout::DataDir::new(dir.path());
+    let saved = dir.path().join("saved-versions");
+    let store = Store::open(dir.path()).unwrap();
+    store.key_index().hold_sync_mark();
+    // The first apply of a process syncs; the later ones wait for the mark.
+    store
+        .append(vec![observed("a", "x", 0), observed("b", "y", 1)])
+        .unwrap();
+    copy_dir(&data.versions(), &saved);
+    let synced = store.key_index().synced().unwrap();
+    assert_eq!(synced, 2);
+    store.append(vec![observed("c", "x", 2)]).unwrap();
+    store
+        .append(vec![observed("d", "z", 3), observed("e", "x", 4)])
+        .unwrap();
+    let expected = version_rows(&store);
+    store.abandon();
+
+    // A crash that kept every write (a SIGKILL): the tail past the mark is
+    // replayed, nothing is rebuilt.
+    let store = Store::open_reporting(dir.path(), &mut |r| panic!("no rebuild: {r:?}")).unwrap();
+    assert_eq!(version_rows(&store), expected);
+    store.key_index().hold_sync_mark();
+    store.append(vec![observed("f", "y", 5)]).unwrap();
+    let expected = version_rows(&store);
+    store.abandon();
+
+    // A power loss that took the unsynced bytes of the version files: the
+    // files as they were at the mark, the index as it was written.
+    let synced = {
+        let store = Store::open(dir.path()).unwrap();
+        let mark = store.key_index().synced().unwrap();
+        copy_dir(&data.versions(), &saved);
+        store.key_index().hold_sync_mark();
+        store.append(vec![observed("g", "q", 6)]).unwrap();
+        store.append(vec![observed("h", "x", 7)]).unwrap();
+        store.abandon();
+        mark
+    };
+    assert_eq!(synced, 6, "the open's first apply synced");
+    let expected_after: Vec<_> = {
+        let mut e = expected.clone();
+        let minute = |m: i64| {
+            let t: annal_schemas::Timestamp = "2026-11-01T10:00:00Z".parse().unwrap();
+            t.unix_micros() + m * 60_000_000
+        };
+        e.push(("q".into(), minute(6), i64::MAX));
+        // h ends the x version that started at minute 4.
+        let at = e
+            .iter()
+            .position(|r| r.0 == "x" && r.1 == minute(4))
+            .unwrap();
+        e[at].2 = minute(7);
+        e.push(("x".into(), minute(7), i64::MAX));
+        e.sort();
+        e
+    };
+    copy_dir(&saved, &data.versions());
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(reports, [], "only the tail is replayed");
+    assert_eq!(version_rows(&store), expected_after);
+    // The replayed tail allocated the same object ids: a later version of
+    // q and a new object both land where they belong.
+    store
+        .append(vec![observed("i", "q", 8), observed("j", "new", 9)])
+        .unwrap();
+    drop(store);
+    let fresh = {
+        let copy = tempfile::tempdir().unwrap();
+        copy_dir(dir.path(), copy.path());
+        let s = Store::open(copy.path()).unwrap();
+        s.reindex().unwrap();
+        version_rows(&s)
+    };
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(version_rows(&store), fresh);
+    assert!(store.verify(None).unwrap().is_intact());
 }
 
 #[test]
@@ -748,7 +832,7 @@ fn a_key_index_that_is_truncated_or_from_another_ledger_is_rebuilt_not_trusted()
     let mut rebuilt = Vec::new();
     let store = Store::open_reporting(dir.path(), &mut |r| rebuilt.push(r)).unwrap();
     assert!(
-        matches!(&rebuilt[..], [crate::Rebuild::KeyIndexes { entries: 300, reason }] if reason.contains("unusable")),
+        matches!(&rebuilt[..], [crate::Rebuild::Indexes { entries: 300, reason }] if reason.contains("unusable")),
         "{rebuilt:?}"
     );
     assert_eq!(store.index_of("e299").unwrap(), Some(299));
@@ -777,7 +861,7 @@ fn a_key_index_that_is_truncated_or_from_another_ledger_is_rebuilt_not_trusted()
     let mut reasons = Vec::new();
     let store = Store::open_reporting(dir.path(), &mut |r| reasons.push(r)).unwrap();
     assert!(
-        reasons.iter().any(|r| matches!(r, crate::Rebuild::KeyIndexes { reason, .. } if reason.contains("another history"))),
+        reasons.iter().any(|r| matches!(r, crate::Rebuild::Indexes { reason, .. } if reason.contains("another history"))),
         "{reasons:?}"
     );
     assert_eq!(
@@ -814,7 +898,7 @@ fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unc
     assert_eq!(
         reports,
         [
-            crate::Rebuild::KeyIndexes {
+            crate::Rebuild::Indexes {
                 entries: 18,
                 reason: "a ledger in the first layout (ids in sled)".into()
             },
@@ -871,4 +955,88 @@ fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unc
     let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
     assert_eq!(reports, []);
     assert_eq!(store.size(), 18);
+}
+
+#[test]
+fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_unchanged() {
+    let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&testdata.join("v2-ledger"), dir.path());
+    let data = crate::DataDir::new(dir.path());
+    let leaf_files = || -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        files_under(&data.leaves())
+            .into_iter()
+            .map(|f| {
+                let bytes = std::fs::read(&f).unwrap();
+                (f, bytes)
+            })
+            .collect()
+    };
+    let before = leaf_files();
+    let checkpoint = std::fs::read_to_string(data.checkpoint()).unwrap();
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert!(
+        matches!(&reports[..], [crate::Rebuild::Indexes { entries: 20, reason }, crate::Rebuild::OldLayoutRemoved] if reason.contains("layout 1")),
+        "{reports:?}"
+    );
+    let root: String = store
+        .status()
+        .root
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        root,
+        "7f26217b2114b6bbe881169ad7b0cafd60c40916c11123bce28284913cab2aca"
+    );
+    assert_eq!(store.checkpoint().unwrap(), checkpoint);
+    assert!(store.verify(None).unwrap().is_intact());
+    assert!(!store
+        .db
+        .tree_names()
+        .iter()
+        .any(|t| t == layout::SECOND_LAYOUT_TREE.as_bytes()));
+    // Every interval the old binary printed (late versions included).
+    let printed: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(testdata.join("v2-ledger.objects.json")).unwrap(),
+    )
+    .unwrap();
+    let micros = |v: &serde_json::Value| {
+        v.as_str().map_or(i64::MAX, |t| {
+            t.parse::<annal_schemas::Timestamp>().unwrap().unix_micros()
+        })
+    };
+    let mut want: Vec<(String, String, i64, i64)> = printed
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["name"].as_str().unwrap().to_string(),
+                micros(&r["valid_from"]),
+                micros(&r["valid_to"]),
+            )
+        })
+        .collect();
+    want.sort();
+    let mut got = Vec::new();
+    for cluster in store.version_clusters().unwrap() {
+        let v = store.cluster_versions(&cluster).unwrap().unwrap();
+        for r in v.rows() {
+            let o = v.object(r.object).unwrap();
+            got.push((o.kind.clone(), o.name.clone(), r.from, r.to));
+        }
+    }
+    got.sort();
+    assert_eq!(got, want);
+    drop(store);
+    assert_eq!(
+        leaf_files(),
+        before,
+        "leaf, offset and tree files unchanged"
+    );
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(reports, [], "a second open has nothing to migrate");
+    assert_eq!(store.size(), 20);
 }

@@ -9,7 +9,7 @@
 use annal_schemas::Timestamp;
 
 use crate::checkpoint::{Checkpoint, NoteVerifier};
-use crate::key_index::KeyIndex;
+use crate::index::Indexes;
 use crate::layout;
 use crate::leaf_check;
 use crate::leaves::LeafPointer;
@@ -320,7 +320,7 @@ fn check_leaf(
 
 /// The id index must map every stored id to its own entry: a missing or
 /// wrong mapping would let a redelivered event be appended a second time.
-fn check_id_index(ids: &KeyIndex, index: u64, id: &str) -> Result<(), String> {
+fn check_id_index(ids: &Indexes, index: u64, id: &str) -> Result<(), String> {
     let mapped = ids.id(id).map_err(|e| e.to_string())?;
     match mapped {
         Some(i) if i == index => Ok(()),

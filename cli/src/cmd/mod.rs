@@ -68,11 +68,14 @@ fn open(data: &std::path::Path) -> anyhow::Result<Store> {
     use std::io::Write as _;
     let mut report = |r: annal_store::Rebuild| {
         let line = match r {
-            annal_store::Rebuild::KeyIndexes { entries, reason } => format!(
-                "annal: building the key indexes from {entries} entries ({reason}); the leaves, tree and checkpoints are not changed"
+            annal_store::Rebuild::Indexes { entries, reason } => format!(
+                "annal: building the indexes from {entries} entries ({reason}); the leaves, tree and checkpoints are not changed"
+            ),
+            annal_store::Rebuild::Progress { replayed, entries } => format!(
+                "annal: indexed {replayed} of {entries} entries"
             ),
             annal_store::Rebuild::OldLayoutRemoved => {
-                "annal: the key indexes are built; removing the first layout's id keys from the sled database".to_string()
+                "annal: the indexes are built; removing the older layout's keys from the sled database".to_string()
             }
         };
         let _ = writeln!(std::io::stderr(), "{line}");

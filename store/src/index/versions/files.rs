@@ -1,5 +1,6 @@
-//! One cluster's files: rows, details and object names, appended in
-//! batches and cut back to the committed lengths when reopened.
+//! One cluster's files: rows, details and object names, only ever
+//! appended (in batches), and cut back to the committed lengths when
+//! reopened for writing.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -9,8 +10,9 @@ use super::row::{self, VersionRow, WIDTH};
 use super::ObjectName;
 use crate::StoreError;
 
-/// The committed lengths of a cluster's files, kept in sled with the
-/// watermark: bytes past them belong to an apply that never committed.
+/// The committed lengths of a cluster's files, recorded in the index batch
+/// with the watermark: bytes past them belong to an apply that never
+/// committed, and are cut off when the files are next opened for writing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ClusterMeta {
     pub(crate) rows: u64,
@@ -73,12 +75,6 @@ impl NamedFile {
             .map_err(|e| StoreError::io(&self.path, e))
     }
 
-    fn read_at(&self, buf: &mut [u8], at: u64) -> Result<(), StoreError> {
-        self.file
-            .read_exact_at(buf, at)
-            .map_err(|e| StoreError::io(&self.path, e))
-    }
-
     fn sync(&self) -> Result<(), StoreError> {
         self.file
             .sync_data()
@@ -96,6 +92,8 @@ pub(crate) struct ClusterFiles {
     new_details: Vec<u8>,
     new_objects: Vec<u8>,
     new_object_count: u32,
+    /// Written since the last sync.
+    unsynced: bool,
 }
 
 impl ClusterFiles {
@@ -111,6 +109,7 @@ impl ClusterFiles {
             new_details: Vec::new(),
             new_objects: Vec::new(),
             new_object_count: 0,
+            unsynced: false,
         })
     }
 
@@ -138,69 +137,22 @@ impl ClusterFiles {
         at
     }
 
-    /// Adds a row; returns its number.
-    pub(crate) fn add_row(&mut self, r: &VersionRow) -> u64 {
-        let n = self.committed.rows + (self.new_rows.len() / WIDTH) as u64;
+    /// Adds a row.
+    pub(crate) fn add_row(&mut self, r: &VersionRow) {
         r.encode(&mut self.new_rows);
-        n
     }
 
-    /// Ends row `n`'s interval at (`to`, `to_index`): the interval split.
-    pub(crate) fn end_row(&mut self, n: u64, to: i64, to_index: u64) -> Result<(), StoreError> {
-        let mut end = [0u8; 16];
-        end[..8].copy_from_slice(&to.to_le_bytes());
-        end[8..].copy_from_slice(&to_index.to_le_bytes());
-        self.patch(n, row::END_OFFSET, &end)
-    }
-
-    /// Makes row `prev` the version before row `n`.
-    pub(crate) fn set_prev(&mut self, n: u64, prev: u64) -> Result<(), StoreError> {
-        self.patch(n, row::PREV_OFFSET, &prev.to_le_bytes())
-    }
-
-    /// Row `n`, whether flushed or not.
-    pub(crate) fn row(&self, n: u64) -> Result<VersionRow, StoreError> {
-        let mut b = [0u8; WIDTH];
-        if n >= self.committed.rows {
-            let at = (n - self.committed.rows) as usize * WIDTH;
-            let src = self
-                .new_rows
-                .get(at..at + WIDTH)
-                .ok_or_else(|| StoreError::Corrupt(format!("no version row {n}")))?;
-            b.copy_from_slice(src);
-        } else {
-            self.rows.read_at(&mut b, n * WIDTH as u64)?;
-        }
-        Ok(VersionRow::decode(&b))
-    }
-
-    /// Overwrites bytes of row `n` in place: in the buffer when the row is
-    /// new, in the file when it is committed (an in-place write the dirty
-    /// marker covers).
-    fn patch(&mut self, n: u64, offset: usize, bytes: &[u8]) -> Result<(), StoreError> {
-        if n >= self.committed.rows {
-            let at = (n - self.committed.rows) as usize * WIDTH + offset;
-            let slot = self
-                .new_rows
-                .get_mut(at..at + bytes.len())
-                .ok_or_else(|| StoreError::Corrupt(format!("no version row {n}")))?;
-            slot.copy_from_slice(bytes);
-            Ok(())
-        } else {
-            self.rows.write_at(bytes, n * WIDTH as u64 + offset as u64)
-        }
-    }
-
-    /// Writes and syncs what was added; returns the new committed lengths
-    /// (for the caller to store with the watermark).
-    pub(crate) fn flush(&mut self) -> Result<ClusterMeta, StoreError> {
+    /// Writes what was added past the committed lengths (no sync: see
+    /// [`ClusterFiles::sync`]); returns the new committed lengths, for the
+    /// caller to record with the watermark.
+    pub(crate) fn write(&mut self) -> Result<ClusterMeta, StoreError> {
         let c = &mut self.committed;
+        if self.new_rows.is_empty() && self.new_details.is_empty() && self.new_objects.is_empty() {
+            return Ok(*c);
+        }
         self.rows.write_at(&self.new_rows, c.rows * WIDTH as u64)?;
         self.details.write_at(&self.new_details, c.details_bytes)?;
         self.objects.write_at(&self.new_objects, c.objects_bytes)?;
-        for f in [&self.rows, &self.details, &self.objects] {
-            f.sync()?;
-        }
         c.rows += (self.new_rows.len() / WIDTH) as u64;
         c.details_bytes += self.new_details.len() as u64;
         c.objects_bytes += self.new_objects.len() as u64;
@@ -209,7 +161,25 @@ impl ClusterFiles {
         self.new_details.clear();
         self.new_objects.clear();
         self.new_object_count = 0;
+        self.unsynced = true;
         Ok(*c)
+    }
+
+    /// Syncs what [`ClusterFiles::write`] wrote; returns the lengths now
+    /// durable when there was anything to sync.
+    pub(crate) fn sync(&mut self) -> Result<Option<ClusterMeta>, StoreError> {
+        if !std::mem::take(&mut self.unsynced) {
+            return Ok(None);
+        }
+        for f in [&self.rows, &self.details, &self.objects] {
+            f.sync()?;
+        }
+        Ok(Some(self.committed))
+    }
+
+    /// The lengths written so far.
+    pub(crate) fn committed(&self) -> ClusterMeta {
+        self.committed
     }
 }
 
@@ -224,7 +194,7 @@ pub(crate) struct Contents {
 pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreError> {
     let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
     let rows_bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
-    let rows = rows_bytes
+    let mut rows: Vec<VersionRow> = rows_bytes
         .chunks_exact(WIDTH)
         .map(|c| {
             let mut b = [0u8; WIDTH];
@@ -232,6 +202,7 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreErro
             VersionRow::decode(&b)
         })
         .collect();
+    row::fill_ends(&mut rows);
     let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
     let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
     let mut objects = Vec::with_capacity(meta.objects as usize);
@@ -271,4 +242,38 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, StoreError> {
     let mut buf = vec![0u8; len as usize];
     f.read_exact_at(&mut buf, 0).map_err(io)?;
     Ok(buf)
+}
+
+/// Which of a cluster's files is shorter than `meta` records (the name and
+/// both lengths), if one is: such files lost committed bytes and cannot be
+/// trusted.
+pub(crate) fn short_file(dir: &Path, meta: &ClusterMeta) -> Option<String> {
+    let wanted = [
+        ("rows", meta.rows * WIDTH as u64),
+        ("details", meta.details_bytes),
+        ("objects", meta.objects_bytes),
+    ];
+    wanted.into_iter().find_map(|(name, len)| {
+        let path = dir.join(name);
+        let on_disk = std::fs::metadata(&path).map_or(0, |m| m.len());
+        (on_disk < len).then(|| {
+            format!(
+                "{} holds {on_disk} bytes, the index records {len}",
+                path.display()
+            )
+        })
+    })
+}
+
+/// Syncs a cluster's files by path (files this process has not opened).
+pub(crate) fn sync_paths(dir: &Path) -> Result<(), StoreError> {
+    for name in ["rows", "details", "objects"] {
+        let path = dir.join(name);
+        match File::open(&path) {
+            Ok(f) => f.sync_data().map_err(|e| StoreError::io(&path, e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(&path, e)),
+        }
+    }
+    Ok(())
 }

@@ -1,4 +1,10 @@
 //! The fixed-width version row: what an as-of scan reads for every version.
+//!
+//! A row is written once and never changed: what it stores is known when
+//! the version arrives. When a version ends (the valid time of the next
+//! version of the object) is not: a late event can land between two known
+//! versions. So the end is computed when a cluster's rows are read
+//! ([`fill_ends`]), and no write ever patches a committed row.
 
 /// Bit of [`VersionRow::flags`]: the version is a deletion.
 pub(crate) const DELETED: u32 = 1;
@@ -7,11 +13,8 @@ pub(crate) const DELETED: u32 = 1;
 /// `rv` (so the details need not repeat it).
 pub(crate) const RV_DECIMAL: u32 = 2;
 
-/// Bytes per encoded row.
-pub(crate) const WIDTH: usize = 64;
-
-/// `prev` of a row with no earlier version.
-pub(crate) const NONE: u64 = u64::MAX;
+/// Bytes per stored row: object, flags, from, index, rv, details.
+pub(crate) const WIDTH: usize = 40;
 
 /// One version of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,10 +36,6 @@ pub struct VersionRow {
     pub rv: u64,
     /// Offset of the version's details.
     pub details: u64,
-    /// Row number of the object's previous version in version order
-    /// ([`NONE`] for the first): the chain a late version walks back along
-    /// to find where it belongs.
-    pub prev: u64,
 }
 
 impl VersionRow {
@@ -50,19 +49,17 @@ impl VersionRow {
         (self.from, self.rv, self.index)
     }
 
+    /// Appends the stored fields (the end is not stored).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.object.to_le_bytes());
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(&self.from.to_le_bytes());
-        out.extend_from_slice(&self.to.to_le_bytes());
-        out.extend_from_slice(&self.to_index.to_le_bytes());
         out.extend_from_slice(&self.index.to_le_bytes());
         out.extend_from_slice(&self.rv.to_le_bytes());
         out.extend_from_slice(&self.details.to_le_bytes());
-        out.extend_from_slice(&self.prev.to_le_bytes());
     }
 
-    /// Decodes one row from exactly [`WIDTH`] bytes.
+    /// Decodes one row from exactly [`WIDTH`] bytes, its end still open.
     pub(crate) fn decode(b: &[u8; WIDTH]) -> VersionRow {
         let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         let u64_at = |at: usize| {
@@ -74,44 +71,72 @@ impl VersionRow {
             object: u32_at(0),
             flags: u32_at(4),
             from: u64_at(8) as i64,
-            to: u64_at(16) as i64,
-            to_index: u64_at(24),
-            index: u64_at(32),
-            rv: u64_at(40),
-            details: u64_at(48),
-            prev: u64_at(56),
+            to: i64::MAX,
+            to_index: u64::MAX,
+            index: u64_at(16),
+            rv: u64_at(24),
+            details: u64_at(32),
         }
     }
 }
 
-/// Byte offset of `to` within a row (`to_index` follows it).
-pub(crate) const END_OFFSET: usize = 16;
-
-/// Byte offset of `prev` within a row.
-pub(crate) const PREV_OFFSET: usize = 56;
+/// Sets each row's end to the start of the next version of its object in
+/// version order: the interval a late version splits is split here.
+pub(crate) fn fill_ends(rows: &mut [VersionRow]) {
+    let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let r = &rows[i as usize];
+        (r.object, r.order())
+    });
+    for pair in order.windows(2) {
+        let (a, b) = (pair[0] as usize, pair[1] as usize);
+        if rows[a].object == rows[b].object {
+            rows[a].to = rows[b].from;
+            rows[a].to_index = rows[b].index;
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn rows_round_trip() {
-        let row = VersionRow {
-            object: 7,
-            flags: DELETED,
-            from: -5,
+    fn row(object: u32, from: i64, index: u64) -> VersionRow {
+        VersionRow {
+            object,
+            flags: 0,
+            from,
             to: i64::MAX,
             to_index: u64::MAX,
-            index: 42,
-            rv: 9,
-            details: 1 << 40,
-            prev: NONE,
-        };
+            index,
+            rv: 0,
+            details: 0,
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_without_their_end() {
+        let mut r = row(7, -5, 42);
+        r.flags = DELETED;
+        r.rv = 9;
+        r.details = 1 << 40;
         let mut out = Vec::new();
-        row.encode(&mut out);
+        r.encode(&mut out);
         assert_eq!(out.len(), WIDTH);
         let back = VersionRow::decode(out.as_slice().try_into().unwrap());
-        assert_eq!(back, row);
+        assert_eq!(back, r);
         assert!(back.deleted());
+    }
+
+    #[test]
+    fn ends_follow_version_order_not_arrival_order() {
+        // Object 0 arrives at 10, 30, then late at 20; object 1 once.
+        let mut rows = vec![row(0, 10, 0), row(1, 15, 1), row(0, 30, 2), row(0, 20, 3)];
+        fill_ends(&mut rows);
+        let ends: Vec<(i64, u64)> = rows.iter().map(|r| (r.to, r.to_index)).collect();
+        assert_eq!(
+            ends,
+            [(20, 3), (i64::MAX, u64::MAX), (i64::MAX, u64::MAX), (30, 2)]
+        );
     }
 }

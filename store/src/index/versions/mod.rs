@@ -1,0 +1,512 @@
+//! The object version index: every version of every Kubernetes object with
+//! the valid-time interval during which it was current.
+//!
+//! Versions of one object are ordered by (valid time, resourceVersion as an
+//! integer, log index): DESIGN's order, made total by reading a
+//! resourceVersion that does not parse as 0. A version's interval runs from
+//! its own time to the time of the next version of the same object, so a
+//! late event that lands between two known versions splits an interval: the
+//! earlier version now ends where the late one starts. The answer at T
+//! therefore never depends on arrival order.
+//!
+//! Layout, per cluster, under `DATA/versions/<n>/`, every file only ever
+//! appended:
+//!
+//! ```text
+//! rows     fixed-width version rows (see [`VersionRow`]), in log order
+//! details  length-prefixed version details (uid, claims, managers, ...)
+//! objects  length-prefixed object names; the object id is the ordinal
+//! ```
+//!
+//! The index database (see [`crate::index`]) holds the rest, written in
+//! each commit's batch: the cluster numbers and each cluster's committed
+//! file lengths (keyspace `version_files`), and per object its id and last
+//! details record (keyspace `objects`: one read per new version, one write
+//! per object per batch). Rows are scanned as a whole: an as-of question
+//! reads a few 8-byte columns per version and touches details only for the
+//! answer.
+//!
+//! After a rewind to the sync mark, an object's stored state may name an
+//! id or details record past the files' lengths (written after the mark,
+//! replayed now): such a state is not trusted, and the replay allocates
+//! the same id again (ids follow first appearance in log order).
+
+mod details;
+mod files;
+mod row;
+mod source;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
+
+use fjall::{Keyspace, OwnedWriteBatch as WriteBatch};
+
+use super::index_error;
+use crate::StoreError;
+
+pub use details::VersionDetails;
+pub use row::VersionRow;
+
+use files::{ClusterFiles, ClusterMeta};
+pub(crate) use source::NewVersion;
+
+/// `'C' ‖ cluster id` → the cluster's number (u32be).
+const CLUSTER_PREFIX: u8 = b'C';
+/// `'N' ‖ number` → the committed lengths of its files.
+const META_PREFIX: u8 = b'N';
+/// `'S' ‖ number` → the lengths synced at the sync mark.
+const SYNCED_PREFIX: u8 = b'S';
+/// An object state with no details record yet.
+const NO_DETAILS: u64 = u64::MAX;
+
+/// An object's name within its cluster.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectName {
+    /// API group ("" for core).
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace ("" when cluster-scoped).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// A consistent copy of one cluster's versions, read in one go.
+#[derive(Debug)]
+pub struct ClusterVersions {
+    /// The cluster id.
+    pub cluster: String,
+    objects: Vec<ObjectName>,
+    rows: Vec<VersionRow>,
+    details: Vec<u8>,
+}
+
+impl ClusterVersions {
+    /// Every version row, in insertion order.
+    pub fn rows(&self) -> &[VersionRow] {
+        &self.rows
+    }
+
+    /// The name of object `id`.
+    pub fn object(&self, id: u32) -> Option<&ObjectName> {
+        self.objects.get(id as usize)
+    }
+
+    /// Number of objects (live or not) the cluster ever had.
+    pub fn object_count(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Decodes the details of `row`.
+    pub fn details(&self, row: &VersionRow) -> Result<VersionDetails, StoreError> {
+        let mut d = details::decode(&self.details, row.details)?;
+        if row.flags & row::RV_DECIMAL != 0 {
+            d.resource_version = row.rv.to_string();
+        }
+        Ok(d)
+    }
+
+    /// The version of each object current at valid time `at` (microseconds)
+    /// as the ledger knew it when it held `known_below` entries, deletions
+    /// left out.
+    ///
+    /// A row is a candidate when it was known (`index < known_below`),
+    /// started at or before `at`, and either ended after `at` or was ended
+    /// by a version not yet known. The newest candidate of each object wins:
+    /// without `known_below` there is exactly one, and with it every known
+    /// version that ends the winner's interval is itself a candidate.
+    pub fn live_at(&self, at: i64, known_below: u64) -> Vec<&VersionRow> {
+        let mut best: Vec<Option<u32>> = vec![None; self.objects.len()];
+        for (i, r) in self.rows.iter().enumerate() {
+            if r.index >= known_below || r.from > at || (r.to <= at && r.to_index < known_below) {
+                continue;
+            }
+            let Some(slot) = best.get_mut(r.object as usize) else {
+                continue;
+            };
+            match slot {
+                Some(j) if self.rows[*j as usize].order() >= r.order() => {}
+                _ => *slot = Some(i as u32),
+            }
+        }
+        best.into_iter()
+            .flatten()
+            .map(|i| &self.rows[i as usize])
+            .filter(|r| !r.deleted())
+            .collect()
+    }
+}
+
+/// The version index: per-cluster files, and its state in two keyspaces
+/// of the index database.
+pub(crate) struct VersionIndex {
+    path: PathBuf,
+    dir: PathBuf,
+    objects: Keyspace,
+    files: Keyspace,
+    writer: Mutex<Writer>,
+    /// Readers share it while they copy a cluster; [`VersionIndex::clear`]
+    /// takes it alone, so no reader sees files vanish under it.
+    readers: RwLock<()>,
+}
+
+#[derive(Default)]
+struct Writer {
+    open: HashMap<u32, ClusterFiles>,
+    /// Cluster id → number, as stored under `C` keys.
+    numbers: HashMap<String, u32>,
+    /// The number the next new cluster gets (counted on first use).
+    next: Option<u32>,
+}
+
+impl VersionIndex {
+    pub(crate) fn new(path: &Path, dir: PathBuf, objects: Keyspace, files: Keyspace) -> Self {
+        VersionIndex {
+            path: path.to_path_buf(),
+            dir,
+            objects,
+            files,
+            writer: Mutex::new(Writer::default()),
+            readers: RwLock::new(()),
+        }
+    }
+
+    /// Empties the index: its keyspaces and files.
+    pub(crate) fn clear(&self) -> Result<(), StoreError> {
+        let _alone = self.readers.write().unwrap_or_else(|p| p.into_inner());
+        *self.lock() = Writer::default();
+        for ks in [&self.objects, &self.files] {
+            ks.clear().map_err(|e| self.error(e))?;
+        }
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// Drops the open files (after a batch that did not commit: they are
+    /// reopened, cut to the recorded lengths). Their unsynced bytes below
+    /// those lengths are synced first, so no later sync mark can pass
+    /// them.
+    pub(crate) fn forget_open_files(&self) {
+        let mut w = self.lock();
+        for files in w.open.values_mut() {
+            let _ = files.sync();
+        }
+        *w = Writer::default();
+    }
+
+    /// Adds `versions` (each with its log index) to `batch`: the rows,
+    /// details and names go to the files now, the new lengths and object
+    /// states into the batch.
+    pub(crate) fn add(
+        &self,
+        batch: &mut WriteBatch,
+        versions: Vec<(u64, &NewVersion)>,
+    ) -> Result<(), StoreError> {
+        if versions.is_empty() {
+            return Ok(());
+        }
+        let mut w = self.lock();
+        let Writer {
+            open,
+            numbers,
+            next,
+        } = &mut *w;
+        // Object states change many times in a batch: they are kept here
+        // and written once.
+        let mut states: HashMap<Vec<u8>, ObjectState> = HashMap::new();
+        let mut touched = Vec::new();
+        for (index, v) in versions {
+            let no = self.cluster_number(batch, numbers, next, &v.cluster)?;
+            let files = match open.entry(no) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    let meta = self.meta(META_PREFIX, no)?.unwrap_or_default();
+                    slot.insert(ClusterFiles::open(&self.cluster_dir(no), meta)?)
+                }
+            };
+            let state = match states.entry(object_key(no, &v.name)) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    let stored = self
+                        .objects
+                        .get(slot.key())
+                        .map_err(|e| self.error(e))?
+                        .map(|b| ObjectState::decode(&b))
+                        .transpose()?
+                        .and_then(|s| s.trusted(&files.committed()));
+                    let state = match stored {
+                        Some(s) => s,
+                        None => ObjectState {
+                            id: files.add_object(&v.name)?,
+                            details: NO_DETAILS,
+                            details_hash: [0; 16],
+                        },
+                    };
+                    slot.insert(state)
+                }
+            };
+            let (encoded, hash) = encode_details(v);
+            if state.details == NO_DETAILS || hash != state.details_hash {
+                state.details = files.add_details(&encoded);
+                state.details_hash = hash;
+            }
+            files.add_row(&VersionRow {
+                object: state.id,
+                flags: if v.deleted { row::DELETED } else { 0 }
+                    | if v.rv_decimal { row::RV_DECIMAL } else { 0 },
+                from: v.time,
+                to: i64::MAX,
+                to_index: u64::MAX,
+                index,
+                rv: v.rv,
+                details: state.details,
+            });
+            if !touched.contains(&no) {
+                touched.push(no);
+            }
+        }
+        for no in touched {
+            if let Some(files) = open.get_mut(&no) {
+                let meta = files.write()?;
+                batch.insert(&self.files, meta_key(META_PREFIX, no), meta.encode());
+            }
+        }
+        for (key, state) in states {
+            batch.insert(&self.objects, key, state.encode());
+        }
+        Ok(())
+    }
+
+    /// Syncs every cluster's files whose committed lengths are not yet
+    /// the synced ones, and records them as synced in `batch`.
+    pub(crate) fn sync(&self, batch: &mut WriteBatch) -> Result<(), StoreError> {
+        let mut w = self.lock();
+        for (no, meta) in self.metas(META_PREFIX)? {
+            if self.meta(SYNCED_PREFIX, no)? == Some(meta) {
+                continue;
+            }
+            match w.open.get_mut(&no) {
+                Some(files) => {
+                    files.sync()?;
+                }
+                None => files::sync_paths(&self.cluster_dir(no))?,
+            }
+            batch.insert(&self.files, meta_key(SYNCED_PREFIX, no), meta.encode());
+        }
+        Ok(())
+    }
+
+    /// Puts every cluster's committed lengths back to the synced ones (see
+    /// [`crate::index::Indexes::rewind`]).
+    pub(crate) fn rewind(&self, batch: &mut WriteBatch) -> Result<(), StoreError> {
+        *self.lock() = Writer::default();
+        for (no, meta) in self.metas(META_PREFIX)? {
+            let synced = self.meta(SYNCED_PREFIX, no)?.unwrap_or_default();
+            if synced != meta {
+                batch.insert(&self.files, meta_key(META_PREFIX, no), synced.encode());
+            }
+        }
+        Ok(())
+    }
+
+    /// A file shorter than its recorded length, if any (the reason).
+    pub(crate) fn damaged(&self) -> Result<Option<String>, StoreError> {
+        for (no, meta) in self.metas(META_PREFIX)? {
+            if let Some(reason) = files::short_file(&self.cluster_dir(no), &meta) {
+                return Ok(Some(reason));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Cluster ids that have versions, sorted.
+    pub(crate) fn clusters(&self) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for guard in self.files.prefix([CLUSTER_PREFIX]) {
+            let key = guard.key().map_err(|e| self.error(e))?;
+            out.push(String::from_utf8_lossy(&key[1..]).into_owned());
+        }
+        Ok(out)
+    }
+
+    /// A copy of one cluster's versions (`None`: the cluster has none).
+    pub(crate) fn cluster(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
+        let _shared = self.readers.read().unwrap_or_else(|p| p.into_inner());
+        let Some(no) = self
+            .files
+            .get(cluster_key(cluster))
+            .map_err(|e| self.error(e))?
+        else {
+            return Ok(None);
+        };
+        let no = u32_value(&no)?;
+        let Some(meta) = self.meta(META_PREFIX, no)? else {
+            return Ok(None);
+        };
+        let files::Contents {
+            objects,
+            rows,
+            details,
+        } = files::read(&self.cluster_dir(no), &meta)?;
+        Ok(Some(ClusterVersions {
+            cluster: cluster.to_string(),
+            objects,
+            rows,
+            details,
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cluster_dir(&self, no: u32) -> PathBuf {
+        self.dir.join(no.to_string())
+    }
+
+    fn cluster_number(
+        &self,
+        batch: &mut WriteBatch,
+        numbers: &mut HashMap<String, u32>,
+        next: &mut Option<u32>,
+        cluster: &str,
+    ) -> Result<u32, StoreError> {
+        if let Some(no) = numbers.get(cluster) {
+            return Ok(*no);
+        }
+        let no = match self
+            .files
+            .get(cluster_key(cluster))
+            .map_err(|e| self.error(e))?
+        {
+            Some(no) => u32_value(&no)?,
+            None => {
+                let no = match next {
+                    Some(n) => *n,
+                    None => self.files.prefix([CLUSTER_PREFIX]).count() as u32,
+                };
+                *next = Some(no + 1);
+                batch.insert(&self.files, cluster_key(cluster), no.to_be_bytes());
+                no
+            }
+        };
+        numbers.insert(cluster.to_string(), no);
+        Ok(no)
+    }
+
+    fn meta(&self, prefix: u8, no: u32) -> Result<Option<ClusterMeta>, StoreError> {
+        self.files
+            .get(meta_key(prefix, no))
+            .map_err(|e| self.error(e))?
+            .map(|v| ClusterMeta::decode(&v))
+            .transpose()
+    }
+
+    /// Every cluster's lengths under `prefix`, by number.
+    fn metas(&self, prefix: u8) -> Result<Vec<(u32, ClusterMeta)>, StoreError> {
+        let mut out = Vec::new();
+        for guard in self.files.prefix([prefix]) {
+            let (k, v) = guard.into_inner().map_err(|e| self.error(e))?;
+            out.push((u32_value(&k[1..])?, ClusterMeta::decode(&v)?));
+        }
+        Ok(out)
+    }
+
+    fn error(&self, e: fjall::Error) -> StoreError {
+        index_error(&self.path, e)
+    }
+}
+
+/// What the index keeps per object: its id and the last details written
+/// for it (successive versions mostly say the same, the resourceVersion
+/// living in the row, so they share one record).
+struct ObjectState {
+    id: u32,
+    details: u64,
+    details_hash: [u8; 16],
+}
+
+impl ObjectState {
+    const WIDTH: usize = 28;
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::WIDTH);
+        out.extend_from_slice(&self.id.to_be_bytes());
+        out.extend_from_slice(&self.details.to_be_bytes());
+        out.extend_from_slice(&self.details_hash);
+        out
+    }
+
+    fn decode(b: &[u8]) -> Result<ObjectState, StoreError> {
+        if b.len() != Self::WIDTH {
+            return Err(StoreError::Corrupt(
+                "bad object state in the version index".into(),
+            ));
+        }
+        let mut details_hash = [0u8; 16];
+        details_hash.copy_from_slice(&b[12..28]);
+        Ok(ObjectState {
+            id: u32_value(&b[..4])?,
+            details: u64_value(&b[4..12])?,
+            details_hash,
+        })
+    }
+
+    /// The state as far as files of `committed` lengths bear it out: an id
+    /// past them is no id (the object's first version is being replayed),
+    /// and a details record past them must be written again.
+    fn trusted(mut self, committed: &ClusterMeta) -> Option<ObjectState> {
+        if self.id >= committed.objects {
+            return None;
+        }
+        if self.details != NO_DETAILS && self.details >= committed.details_bytes {
+            self.details = NO_DETAILS;
+        }
+        Some(self)
+    }
+}
+
+fn encode_details(v: &NewVersion) -> (Vec<u8>, [u8; 16]) {
+    let mut encoded = Vec::new();
+    details::encode(&v.details, &mut encoded);
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&blake3::hash(&encoded).as_bytes()[..16]);
+    (encoded, hash)
+}
+
+fn cluster_key(cluster: &str) -> Vec<u8> {
+    let mut k = vec![CLUSTER_PREFIX];
+    k.extend_from_slice(cluster.as_bytes());
+    k
+}
+
+fn meta_key(prefix: u8, no: u32) -> Vec<u8> {
+    let mut k = vec![prefix];
+    k.extend_from_slice(&no.to_be_bytes());
+    k
+}
+
+fn object_key(no: u32, name: &ObjectName) -> Vec<u8> {
+    let mut k = no.to_be_bytes().to_vec();
+    for part in [&name.group, &name.kind, &name.namespace, &name.name] {
+        k.extend_from_slice(part.as_bytes());
+        k.push(0);
+    }
+    k
+}
+
+fn u64_value(bytes: &[u8]) -> Result<u64, StoreError> {
+    crate::layout::u64_value(bytes)
+        .ok_or_else(|| StoreError::Corrupt("bad u64 in the version index".into()))
+}
+
+fn u32_value(bytes: &[u8]) -> Result<u32, StoreError> {
+    bytes
+        .try_into()
+        .map(u32::from_be_bytes)
+        .map_err(|_| StoreError::Corrupt("bad u32 in the version index".into()))
+}
