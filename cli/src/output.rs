@@ -2,13 +2,16 @@
 //! (plus markdown, fit for a pull-request comment).
 //!
 //! A command builds one [`Table`] (or one JSON document) and [`Printer`]
-//! renders it. `-o json` always prints exactly one JSON document: a table
-//! becomes an array of objects, so machines never parse columns.
+//! renders it; a command whose rows grow with the ledger (inventory, sql,
+//! log) writes them through a [`RowStream`] as they are computed instead,
+//! so its memory does not grow with the answer. `-o json` always prints
+//! exactly one JSON document: a table becomes an array of objects, so
+//! machines never parse columns.
 
 use std::io::{self, Write};
 
 use clap::ValueEnum;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// `-o/--output`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -45,23 +48,6 @@ impl Table {
         debug_assert_eq!(row.len(), self.columns.len());
         self.rows.push(row);
     }
-
-    fn to_json(&self) -> Value {
-        Value::Array(
-            self.rows
-                .iter()
-                .map(|row| {
-                    let map: Map<String, Value> = self
-                        .columns
-                        .iter()
-                        .zip(row)
-                        .map(|(c, v)| (c.to_string(), v.clone()))
-                        .collect();
-                    Value::Object(map)
-                })
-                .collect(),
-        )
-    }
 }
 
 /// Renders tables and documents in the chosen format.
@@ -76,46 +62,26 @@ impl Printer {
 
     /// [`Printer::table`] into `out` (a file for `--out`).
     pub fn table_to(&self, table: &Table, out: &mut dyn Write) -> io::Result<()> {
-        match self.format {
-            OutputFormat::Json => writeln!(out, "{}", pretty(&table.to_json())),
-            OutputFormat::Csv => {
-                write_csv_row(out, table.columns.iter().map(|c| c.to_string()))?;
-                for row in &table.rows {
-                    write_csv_row(out, row.iter().map(cell))?;
-                }
-                Ok(())
-            }
-            OutputFormat::Markdown => {
-                let md = |c: &str| c.replace('|', "\\|").replace('\n', " ");
-                let header: Vec<String> = table.columns.iter().map(|c| md(c)).collect();
-                writeln!(out, "| {} |", header.join(" | "))?;
-                writeln!(out, "|{}", "---|".repeat(header.len()))?;
-                for row in &table.rows {
-                    let cells: Vec<String> = row.iter().map(|v| md(&cell(v))).collect();
-                    writeln!(out, "| {} |", cells.join(" | "))?;
-                }
-                Ok(())
-            }
-            OutputFormat::Table | OutputFormat::Html => {
-                let cells: Vec<Vec<String>> = table
-                    .rows
-                    .iter()
-                    .map(|r| r.iter().map(cell).collect())
-                    .collect();
-                let mut widths: Vec<usize> = table.columns.iter().map(|c| c.len()).collect();
-                for row in &cells {
-                    for (w, c) in widths.iter_mut().zip(row) {
-                        *w = (*w).max(c.chars().count());
-                    }
-                }
-                let header: Vec<String> = table.columns.iter().map(|c| c.to_uppercase()).collect();
-                write_aligned(out, &header, &widths)?;
-                for row in &cells {
-                    write_aligned(out, row, &widths)?;
-                }
-                Ok(())
-            }
+        let columns: Vec<&str> = table.columns.iter().map(String::as_str).collect();
+        let mut stream = self.stream_to(&columns, out);
+        for row in &table.rows {
+            stream.push(row)?;
         }
+        stream.finish()
+    }
+
+    /// Rows to stdout, written as they come (see [`RowStream`]).
+    pub fn stream(&self, columns: &[&str]) -> RowStream<'static> {
+        RowStream::new(
+            self.format,
+            columns,
+            Box::new(io::BufWriter::with_capacity(64 << 10, io::stdout())),
+        )
+    }
+
+    /// [`Printer::stream`] into `out`.
+    pub fn stream_to<'a>(&self, columns: &[&str], out: &'a mut dyn Write) -> RowStream<'a> {
+        RowStream::new(self.format, columns, Box::new(out))
     }
 
     /// Prints a single record: `-o json` prints the object, `-o csv` one
@@ -174,6 +140,146 @@ impl Printer {
     }
 }
 
+/// Rows in the chosen format, written as they are pushed: JSON as one
+/// array written element by element, CSV and Markdown line by line. Aligned
+/// tables need column widths, so they hold back the first [`WINDOW`] rows
+/// to measure them and print the rest with those widths (a longer cell
+/// shifts its line rather than the whole table being buffered).
+pub struct RowStream<'a> {
+    format: OutputFormat,
+    columns: Vec<String>,
+    out: Box<dyn Write + 'a>,
+    rows: u64,
+    /// Aligned tables: rows held back until the widths are known.
+    window: Vec<Vec<String>>,
+    widths: Option<Vec<usize>>,
+}
+
+/// Rows an aligned table measures before it prints.
+pub const WINDOW: usize = 1000;
+
+impl<'a> RowStream<'a> {
+    fn new(format: OutputFormat, columns: &[&str], out: Box<dyn Write + 'a>) -> Self {
+        RowStream {
+            format,
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            out,
+            rows: 0,
+            window: Vec::new(),
+            widths: None,
+        }
+    }
+
+    /// Writes one row (one cell per column).
+    pub fn push(&mut self, row: &[Value]) -> io::Result<()> {
+        debug_assert_eq!(row.len(), self.columns.len());
+        let first = self.rows == 0;
+        self.rows += 1;
+        match self.format {
+            OutputFormat::Json => {
+                self.out.write_all(if first { b"[\n" } else { b",\n" })?;
+                let mut text = Vec::with_capacity(512);
+                serde_json::to_writer_pretty(&mut text, &RowObject(&self.columns, row))
+                    .map_err(io::Error::other)?;
+                // Indented one level, as the element of a pretty array.
+                let mut indented = Vec::with_capacity(text.len() + 64);
+                indented.extend_from_slice(b"  ");
+                for b in text {
+                    indented.push(b);
+                    if b == b'\n' {
+                        indented.extend_from_slice(b"  ");
+                    }
+                }
+                self.out.write_all(&indented)
+            }
+            OutputFormat::Csv => {
+                if first {
+                    write_csv_row(&mut self.out, self.columns.iter().cloned())?;
+                }
+                write_csv_row(&mut self.out, row.iter().map(cell))
+            }
+            OutputFormat::Markdown => {
+                if first {
+                    self.markdown_header()?;
+                }
+                let cells: Vec<String> = row.iter().map(|v| markdown(&cell(v))).collect();
+                writeln!(self.out, "| {} |", cells.join(" | "))
+            }
+            OutputFormat::Table | OutputFormat::Html => {
+                let cells: Vec<String> = row.iter().map(cell).collect();
+                match &self.widths {
+                    Some(widths) => write_aligned(&mut self.out, &cells, widths),
+                    None => {
+                        self.window.push(cells);
+                        if self.window.len() >= WINDOW {
+                            self.flush_window()?;
+                        }
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the output (closes the JSON array, prints a table still held
+    /// back) and flushes it.
+    pub fn finish(mut self) -> io::Result<()> {
+        match self.format {
+            OutputFormat::Json if self.rows == 0 => self.out.write_all(b"[]\n")?,
+            OutputFormat::Json => self.out.write_all(b"\n]\n")?,
+            OutputFormat::Csv if self.rows == 0 => {
+                write_csv_row(&mut self.out, self.columns.iter().cloned())?
+            }
+            OutputFormat::Markdown if self.rows == 0 => self.markdown_header()?,
+            OutputFormat::Table | OutputFormat::Html if self.widths.is_none() => {
+                self.flush_window()?
+            }
+            _ => {}
+        }
+        self.out.flush()
+    }
+
+    fn markdown_header(&mut self) -> io::Result<()> {
+        let header: Vec<String> = self.columns.iter().map(|c| markdown(c)).collect();
+        writeln!(self.out, "| {} |", header.join(" | "))?;
+        writeln!(self.out, "|{}", "---|".repeat(header.len()))
+    }
+
+    fn flush_window(&mut self) -> io::Result<()> {
+        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.len()).collect();
+        for row in &self.window {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let header: Vec<String> = self.columns.iter().map(|c| c.to_uppercase()).collect();
+        write_aligned(&mut self.out, &header, &widths)?;
+        for row in std::mem::take(&mut self.window) {
+            write_aligned(&mut self.out, &row, &widths)?;
+        }
+        self.widths = Some(widths);
+        Ok(())
+    }
+}
+
+/// One row as a JSON object, serialized without building a map.
+struct RowObject<'r>(&'r [String], &'r [Value]);
+
+impl serde::Serialize for RowObject<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (c, v) in self.0.iter().zip(self.1) {
+            map.serialize_entry(c, v)?;
+        }
+        map.end()
+    }
+}
+
+fn markdown(c: &str) -> String {
+    c.replace('|', "\\|").replace('\n', " ")
+}
+
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
@@ -218,4 +324,95 @@ fn write_csv_row(
         })
         .collect();
     writeln!(out, "{}", line.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rows(n: usize) -> Vec<Vec<Value>> {
+        (0..n)
+            .map(|i| {
+                vec![
+                    json!(i),
+                    json!(format!("name-{}", "x".repeat(i % 7))),
+                    json!(["a", i]),
+                ]
+            })
+            .collect()
+    }
+
+    fn render(format: OutputFormat, rows: &[Vec<Value>]) -> String {
+        let mut out = Vec::new();
+        let mut stream = Printer { format }.stream_to(&["n", "name", "tags"], &mut out);
+        for r in rows {
+            stream.push(r).unwrap();
+        }
+        stream.finish().unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_streams_the_same_document_a_whole_array_would_be() {
+        for n in [0, 1, 3] {
+            let rows = rows(n);
+            let whole: Vec<Value> = rows
+                .iter()
+                .map(|r| json!({"n": r[0], "name": r[1], "tags": r[2]}))
+                .collect();
+            let expected = format!("{}\n", serde_json::to_string_pretty(&whole).unwrap());
+            assert_eq!(render(OutputFormat::Json, &rows), expected, "{n} rows");
+        }
+    }
+
+    #[test]
+    fn rows_reach_the_writer_before_the_stream_ends() {
+        for format in [
+            OutputFormat::Json,
+            OutputFormat::Csv,
+            OutputFormat::Markdown,
+        ] {
+            let mut out = Vec::new();
+            {
+                let mut stream = Printer { format }.stream_to(&["n", "name", "tags"], &mut out);
+                stream.push(&rows(1)[0]).unwrap();
+                // Dropped without finish: what was written is all there is.
+            }
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains("name-"), "{format:?}: {text:?}");
+        }
+        // An aligned table holds back only its measuring window.
+        let mut out = Vec::new();
+        {
+            let mut stream = Printer {
+                format: OutputFormat::Table,
+            }
+            .stream_to(&["n", "name", "tags"], &mut out);
+            for r in rows(WINDOW + 5) {
+                stream.push(&r).unwrap();
+            }
+        }
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.lines().count(),
+            WINDOW + 1 + 5,
+            "header, window, then each row"
+        );
+    }
+
+    #[test]
+    fn tables_align_on_the_window_and_csv_quotes() {
+        let text = render(OutputFormat::Table, &rows(3));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "N   NAME      TAGS");
+        assert_eq!(lines[3], "2   name-xx   a,2");
+        let csv = render(
+            OutputFormat::Csv,
+            &[vec![json!(1), json!("a,b"), json!("say \"hi\"")]],
+        );
+        assert_eq!(csv, "n,name,tags\n1,\"a,b\",\"say \"\"hi\"\"\"\n");
+        assert_eq!(render(OutputFormat::Csv, &[]), "n,name,tags\n");
+        assert_eq!(render(OutputFormat::Json, &[]), "[]\n");
+    }
 }

@@ -259,16 +259,29 @@ pub fn fleet_at(
     cluster: Option<&str>,
     as_of: &AsOf,
 ) -> Result<Vec<InventoryRow>, QueryError> {
+    fleet_rows(store, cluster, as_of)?.collect()
+}
+
+/// [`fleet_at`] one cluster at a time, for output that streams: memory
+/// holds one cluster's answer, never the fleet's.
+pub fn fleet_rows<'a>(
+    store: &'a Store,
+    cluster: Option<&str>,
+    as_of: &'a AsOf,
+) -> Result<impl Iterator<Item = Result<InventoryRow, QueryError>> + 'a, QueryError> {
     let listings = Listings::at(store, as_of)?;
     let clusters = match cluster {
         Some(c) => vec![c.to_string()],
         None => store.version_clusters()?,
     };
-    let mut out = Vec::new();
-    for c in clusters {
-        out.extend(cluster_at(store, &c, as_of, &listings)?);
-    }
-    Ok(out)
+    Ok(clusters.into_iter().flat_map(move |c| {
+        let rows: Vec<Result<InventoryRow, QueryError>> =
+            match cluster_at(store, &c, as_of, &listings) {
+                Ok(rows) => rows.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+        rows
+    }))
 }
 
 fn row_of(

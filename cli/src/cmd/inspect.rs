@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::args::LogArgs;
 use crate::exit::Exit;
-use crate::output::{OutputFormat, Printer, Table};
+use crate::output::{OutputFormat, Printer};
 use annal_query::proof::hex;
 
 pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
@@ -72,19 +72,19 @@ pub fn log(store: &Store, args: &LogArgs, printer: &Printer) -> anyhow::Result<E
         limit: Some(args.limit),
         ..EventFilter::default()
     };
-    let mut table = Table::new(&["index", "time", "type", "cluster", "id", "recorded_at"]);
+    let mut out = printer.stream(&["index", "time", "type", "cluster", "id", "recorded_at"]);
     for entry in events::select(store, &filter) {
         let e = entry?;
-        table.push(vec![
+        out.push(&[
             json!(e.index),
             json!(e.event.time.to_string()),
             json!(e.event.event_type.as_str()),
             json!(e.event.cluster),
             json!(e.event.id),
             json!(e.recorded_at.to_string()),
-        ]);
+        ])?;
     }
-    printer.table(&table)?;
+    out.finish()?;
     Ok(Exit::Ok)
 }
 

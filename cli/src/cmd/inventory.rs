@@ -7,23 +7,24 @@ use serde_json::Value;
 
 use crate::args::InventoryArgs;
 use crate::exit::Exit;
-use crate::output::{Printer, Table};
+use crate::output::Printer;
 
 pub fn run(store: &Store, args: &InventoryArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let as_of = AsOf::new(store, args.at.unwrap_or_else(Timestamp::now), args.known_at)?;
-    let mut table = Table::new(&InventoryRow::COLUMNS);
-    for r in inventory::fleet_at(store, args.cluster.as_deref(), &as_of)? {
+    // Rows are printed as each cluster's are computed.
+    let mut out = printer.stream(&InventoryRow::COLUMNS);
+    for r in inventory::fleet_rows(store, args.cluster.as_deref(), &as_of)? {
+        let r = r?;
         if args.owner.as_ref().is_some_and(|o| !r.claims.contains(o)) {
             continue;
         }
         let row = r.to_json();
-        table.push(
-            InventoryRow::COLUMNS
-                .iter()
-                .map(|c| row.get(*c).cloned().unwrap_or(Value::Null))
-                .collect(),
-        );
+        let cells: Vec<Value> = InventoryRow::COLUMNS
+            .iter()
+            .map(|c| row.get(*c).cloned().unwrap_or(Value::Null))
+            .collect();
+        out.push(&cells)?;
     }
-    printer.table(&table)?;
+    out.finish()?;
     Ok(Exit::Ok)
 }

@@ -7,49 +7,54 @@ use serde_json::Value;
 
 use crate::args::SqlArgs;
 use crate::exit::{Exit, UsageError};
-use crate::output::{Printer, Table};
+use crate::output::Printer;
 
 pub fn run(store: Store, args: &SqlArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let answer = runtime.block_on(async {
-        let limits = annal_query::sql::Limits {
-            memory_bytes: args.query_memory,
-            timeout: args.query_timeout,
-            ..annal_query::sql::Limits::default()
-        };
-        let ctx = annal_query::sql::session_with(Arc::new(store), &limits).await?;
-        annal_query::sql::run(&ctx, &args.query).await
-    });
-    let answer = match answer {
-        Ok(a) => a,
-        // Not a query, bad SQL, or a query that fails on its own values:
-        // the caller's to fix (exit 2).
-        Err(
-            e @ (annal_query::QueryError::Sql(_)
-            | annal_query::QueryError::NotAllowed(_)
-            | annal_query::QueryError::Evaluation(_)),
-        ) => return Err(UsageError(e.to_string()).into()),
-        Err(e) => return Err(e.into()),
+    let limits = annal_query::sql::Limits {
+        memory_bytes: args.query_memory,
+        timeout: args.query_timeout,
+        ..annal_query::sql::Limits::default()
     };
-    let columns: Vec<String> = answer
-        .schema
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-    let mut table = Table::new(&names);
-    for row in annal_query::sql::rows_as_json(&answer)? {
-        table.push(
-            columns
-                .iter()
-                .map(|c| row.get(c).cloned().unwrap_or(Value::Null))
-                .collect(),
-        );
+    runtime.block_on(async {
+        let ctx = annal_query::sql::session_with(Arc::new(store), &limits).await?;
+        let mut rows = annal_query::sql::stream(&ctx, &args.query)
+            .await
+            .map_err(usage_or_failure)?;
+        let columns: Vec<String> = rows
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+        // Each batch is printed as it is computed.
+        let mut out = printer.stream(&names);
+        while let Some(batch) = rows.next().await {
+            let batch = batch.map_err(usage_or_failure)?;
+            for row in annal_query::sql::batches_as_json(std::slice::from_ref(&batch))? {
+                let cells: Vec<Value> = columns
+                    .iter()
+                    .map(|c| row.get(c).cloned().unwrap_or(Value::Null))
+                    .collect();
+                out.push(&cells)?;
+            }
+        }
+        out.finish()?;
+        Ok(Exit::Ok)
+    })
+}
+
+/// Not a query, bad SQL, or a query that fails on its own values: the
+/// caller's to fix (exit 2); anything else is a failure.
+fn usage_or_failure(e: annal_query::QueryError) -> anyhow::Error {
+    match e {
+        e @ (annal_query::QueryError::Sql(_)
+        | annal_query::QueryError::NotAllowed(_)
+        | annal_query::QueryError::Evaluation(_)) => UsageError(e.to_string()).into(),
+        e => e.into(),
     }
-    printer.table(&table)?;
-    Ok(Exit::Ok)
 }

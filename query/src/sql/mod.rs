@@ -264,13 +264,21 @@ impl Rows {
 pub fn rows_as_json(
     answer: &Answer,
 ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, QueryError> {
+    batches_as_json(&answer.batches)
+}
+
+/// [`rows_as_json`] of some batches (one at a time, for output that
+/// streams).
+pub fn batches_as_json(
+    batches: &[RecordBatch],
+) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, QueryError> {
     use datafusion::arrow::json::{writer::JsonArray, WriterBuilder};
     let mut buf = Vec::new();
     {
         let mut writer = WriterBuilder::new()
             .with_explicit_nulls(true)
             .build::<_, JsonArray>(&mut buf);
-        for batch in &answer.batches {
+        for batch in batches {
             writer.write(batch)?;
         }
         writer.finish()?;
