@@ -2,6 +2,7 @@
 
 mod util;
 
+mod beside;
 mod crash;
 mod drill;
 mod gates;

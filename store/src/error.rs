@@ -19,10 +19,18 @@ pub enum StoreError {
         path: PathBuf,
     },
     /// Another process has the ledger open.
-    #[error("the ledger at {} is in use by another process (only one annal process may open it at a time)", .path.display())]
+    #[error("the ledger at {} is in use by another process that publishes no view for readers (an older annal?): stop or upgrade it", .path.display())]
     Locked {
         /// The data directory.
         path: PathBuf,
+    },
+    /// What only the writing process holds, asked of a view beside it.
+    #[error("the ledger at {} is written by process {pid}, which holds its databases; this command needs them: run it after that process stops (or through its HTTP API)", .path.display())]
+    Beside {
+        /// The data directory.
+        path: PathBuf,
+        /// The writer's process id.
+        pid: u32,
     },
     /// The store opened read-only because it failed its open-time check.
     #[error("writes refused: {0}")]

@@ -44,6 +44,7 @@ mod quarantine;
 mod record_file;
 mod tree;
 mod verify;
+mod view;
 
 pub use audit::KeyRotation;
 pub use canonical::PreparedEvent;

@@ -18,6 +18,7 @@ use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES}
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::quarantine::Quarantine;
 use crate::tree::{TreeFiles, TreeWriter};
+use crate::view::View;
 use crate::{Entry, StoreError};
 
 /// Default log origin (C2SP checkpoint origin and key name).
@@ -33,12 +34,8 @@ pub struct Store {
     segments: Segments,
     tree: TreeFiles,
     segment_bytes: u64,
-    pub(crate) db: sled::Db,
-    log: sled::Tree,
-    quarantine: sled::Tree,
-    /// Ids, the cluster/type time orders and the object versions (see
-    /// [`crate::index`]).
-    keys: Indexes,
+    /// The writer's databases, or a view beside another process's writer.
+    hold: Hold,
     /// The log size `keys` covers, as last written here (`u64::MAX`: not
     /// known to match the log; checked and caught up before use).
     keys_mark: AtomicU64,
@@ -46,6 +43,25 @@ pub struct Store {
     /// leave them as a crash would).
     close_on_drop: std::sync::atomic::AtomicBool,
     writer: Mutex<Writer>,
+}
+
+/// What this process holds of the ledger.
+enum Hold {
+    /// Everything, exclusively: this process may write.
+    Owned(Box<Owned>),
+    /// The files, read beside another process that writes (see
+    /// [`crate::view`]).
+    View(View),
+}
+
+/// The writer's databases.
+pub(crate) struct Owned {
+    pub(crate) db: sled::Db,
+    log: sled::Tree,
+    quarantine: sled::Tree,
+    /// Ids, the cluster/type time orders and the object versions (see
+    /// [`crate::index`]).
+    keys: Indexes,
 }
 
 /// What opening a ledger rebuilt, for a progress line: the store is a
@@ -213,7 +229,7 @@ impl Store {
         }
         let signer = keys::create(&dir, origin)?;
         let store = Store::open_dir(dir, &mut |_| {})?;
-        store.db.flush()?;
+        store.owned()?.db.flush()?;
         Ok(InitReport {
             origin: signer.name().to_string(),
             verifier_key: signer.verifier().to_text(),
@@ -251,11 +267,28 @@ impl Store {
     }
 
     fn open_dir(dir: DataDir, report: &mut dyn FnMut(Rebuild)) -> Result<Store, StoreError> {
-        let db = open_db(&dir)?;
-        let log = db.open_tree(layout::LOG_TREE)?;
-        let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
-        let (keys, opened) = Indexes::open(&dir.key_index(), dir.versions())?;
-        let signer = keys::read_signer(&dir)?;
+        let (hold, opened) = match open_db(&dir) {
+            Ok(db) => {
+                let log = db.open_tree(layout::LOG_TREE)?;
+                let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
+                let (keys, opened) = Indexes::open(&dir.key_index(), dir.versions())?;
+                let owned = Owned {
+                    db,
+                    log,
+                    quarantine,
+                    keys,
+                };
+                (Hold::Owned(Box::new(owned)), Some(opened))
+            }
+            Err(StoreError::Locked { .. }) => (Hold::View(View::read(dir.root())?), None),
+            Err(e) => return Err(e),
+        };
+        let viewing = matches!(hold, Hold::View(_));
+        let signer = match viewing {
+            // A view never signs: only the writer's checkpoints exist.
+            true => None,
+            false => keys::read_signer(&dir)?,
+        };
         let co_signer = keys::read_previous(&dir)?;
         let current = match &signer {
             Some(s) => Some(s.verifier()),
@@ -281,15 +314,15 @@ impl Store {
             tree: TreeFiles::new(dir.leaves().join("tree")),
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             dir,
-            db,
-            log,
-            quarantine,
-            keys,
+            hold,
             keys_mark: AtomicU64::new(u64::MAX),
             close_on_drop: std::sync::atomic::AtomicBool::new(true),
         };
         store.recover()?;
-        store.recover_keys(opened, report)?;
+        if let Some(opened) = opened {
+            store.recover_keys(opened, report)?;
+            store.publish_view()?;
+        }
         Ok(store)
     }
 
@@ -388,7 +421,7 @@ impl Store {
         for group in groups {
             let mut outcome = AppendOutcome::default();
             for prepared in group {
-                if seen.contains(&prepared.id) || self.keys.id(&prepared.id)?.is_some() {
+                if seen.contains(&prepared.id) || self.keys()?.id(&prepared.id)?.is_some() {
                     outcome.duplicates += 1;
                     continue;
                 }
@@ -409,7 +442,11 @@ impl Store {
         let mut moved = false;
         for o in offsets {
             let key = layout::offset_key(&o.source, o.partition);
-            let stored = self.log.get(&key)?.and_then(|v| layout::u64_value(&v));
+            let stored = self
+                .owned()?
+                .log
+                .get(&key)?
+                .and_then(|v| layout::u64_value(&v));
             if stored.is_none_or(|s| s < o.next) {
                 offset_batch.insert(key, &o.next.to_be_bytes());
                 moved = true;
@@ -417,8 +454,8 @@ impl Store {
         }
         if ids.is_empty() {
             if moved {
-                self.log.apply_batch(offset_batch)?;
-                self.db.flush()?;
+                self.owned()?.log.apply_batch(offset_batch)?;
+                self.owned()?.db.flush()?;
             }
             for o in &mut outcomes {
                 o.size = first;
@@ -437,7 +474,7 @@ impl Store {
         // (and says so in its throughput). Should this fail, the batch is
         // still committed, and the next append or reader catches up.
         let mark = self
-            .keys
+            .keys()?
             .apply(
                 first,
                 ids.iter().map(String::as_str).zip(&facts),
@@ -445,6 +482,10 @@ impl Store {
             )
             .unwrap_or(u64::MAX);
         self.keys_mark.store(mark, Ordering::Release);
+        if mark == size {
+            // Readers in other processes see the commit from here on.
+            let _ = self.publish_view_locked(&w);
+        }
         drop(w);
         for o in &mut outcomes {
             o.size = size;
@@ -482,8 +523,8 @@ impl Store {
         // it covers, and is published only after the flush: no signed root
         // can outlive its data.
         batch.insert(layout::META_CHECKPOINT, checkpoint.as_bytes());
-        self.log.apply_batch(batch)?;
-        self.db.flush()?;
+        self.owned()?.log.apply_batch(batch)?;
+        self.owned()?.db.flush()?;
         w.frontier = frontier;
         w.recorded_at = Some(recorded_at);
         publish_checkpoint(&self.dir, &checkpoint);
@@ -535,7 +576,7 @@ impl Store {
             root: w.frontier.root(),
             recorded_at: w.recorded_at,
             checkpoint: w.checkpoint.clone(),
-            quarantined: self.quarantine.len(),
+            quarantined: self.quarantine().len(),
             writes_refused: w.refused.clone(),
         }
     }
@@ -575,8 +616,22 @@ impl Store {
 
     /// Index of the entry with envelope id `id`.
     pub fn index_of(&self, id: &str) -> Result<Option<u64>, StoreError> {
-        self.keys_current()?;
-        self.keys.id(id)
+        match &self.hold {
+            Hold::Owned(owned) => {
+                self.keys_current()?;
+                owned.keys.id(id)
+            }
+            // A view has no id index: the leaves are read instead.
+            Hold::View(_) => {
+                for leaf in self.leaves(0, self.lock_free_size()) {
+                    let (index, bytes) = leaf?;
+                    if crate::leaf_check::check(&bytes).is_ok_and(|f| f.id == id) {
+                        return Ok(Some(index));
+                    }
+                }
+                Ok(None)
+            }
+        }
     }
 
     /// The leaf bytes of entries `from..to` in log order, streamed from the
@@ -628,10 +683,14 @@ impl Store {
         from: Option<Timestamp>,
         to: Option<Timestamp>,
     ) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> {
+        let keys = match &self.hold {
+            Hold::Owned(owned) => &owned.keys,
+            Hold::View(_) => return Box::new(self.scan_leaves(key, from, to)),
+        };
         if let Err(e) = self.keys_current() {
             return Box::new(std::iter::once(Err(e)));
         }
-        Box::new(self.keys.scan(key, from, to).map(move |ix| {
+        Box::new(keys.scan(key, from, to).map(move |ix| {
             let ix = ix?;
             self.entry(ix)?.ok_or_else(|| {
                 StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
@@ -647,7 +706,13 @@ impl Store {
     /// The quarantine area.
     pub fn quarantine(&self) -> Quarantine {
         Quarantine {
-            tree: self.quarantine.clone(),
+            tree: match &self.hold {
+                Hold::Owned(owned) => Some(owned.quarantine.clone()),
+                Hold::View(view) => {
+                    let _ = view;
+                    None
+                }
+            },
         }
     }
 
@@ -655,11 +720,16 @@ impl Store {
     /// entries replayed and the indexes rebuilt.
     pub fn reindex(&self) -> Result<(u64, Vec<&'static str>), StoreError> {
         let w = self.lock();
-        self.keys.clear()?;
+        if let Some(reason) = &w.refused {
+            return Err(StoreError::WritesRefused(reason.clone()));
+        }
+        let keys = self.keys()?;
+        keys.clear()?;
         self.keys_mark.store(u64::MAX, Ordering::Release);
         self.catch_up_keys(&w, &mut |_| {})?;
-        self.keys.close()?;
-        self.keys.persist()?;
+        keys.close()?;
+        keys.persist()?;
+        self.publish_view_locked(&w)?;
         Ok((
             w.frontier.size(),
             vec![
@@ -680,12 +750,18 @@ impl Store {
 
     /// The indexes as this process opened them (tests damage them).
     pub(crate) fn key_index(&self) -> &Indexes {
-        &self.keys
+        match &self.hold {
+            Hold::Owned(owned) => &owned.keys,
+            Hold::View(_) => panic!("a view has no indexes"),
+        }
     }
 
     /// Makes sure the key indexes cover the committed log (they lag only
     /// after a failed index write, or in a store that refuses writes).
     fn keys_current(&self) -> Result<(), StoreError> {
+        if matches!(self.hold, Hold::View(_)) {
+            return Ok(());
+        }
         let size = self.lock_free_size();
         if self.keys_mark.load(Ordering::Acquire) == size {
             return Ok(());
@@ -714,8 +790,9 @@ impl Store {
             // indexes are caught up once it is repaired.
             return Ok(());
         }
-        let first_layout = self.log.scan_prefix(layout::ID_PREFIX).next().is_some();
-        let second_layout = self
+        let owned = self.owned()?;
+        let first_layout = owned.log.scan_prefix(layout::ID_PREFIX).next().is_some();
+        let second_layout = owned
             .db
             .tree_names()
             .iter()
@@ -729,7 +806,8 @@ impl Store {
             Opened::Created if w.frontier.size() > 0 => Some("no indexes".to_string()),
             _ => {
                 self.rewind_if_not_closed(&w)?;
-                self.keys
+                owned
+                    .keys
                     .damaged_files()?
                     .map(|damage| format!("a version file lost committed bytes ({damage})"))
             }
@@ -739,7 +817,7 @@ impl Store {
             if entries > 0 {
                 report(Rebuild::Indexes { entries, reason });
             }
-            self.keys.clear()?;
+            owned.keys.clear()?;
         }
         self.catch_up_keys(&w, report)?;
         if first_layout || second_layout {
@@ -755,13 +833,14 @@ impl Store {
     fn rewind_if_not_closed(&self, w: &Writer) -> Result<(), StoreError> {
         let size = w.frontier.size();
         let read = &mut |id| self.tree.read(id);
-        let Ok(Some((mark, root))) = self.keys.watermark() else {
+        let keys = self.keys()?;
+        let Ok(Some((mark, root))) = keys.watermark() else {
             return Ok(()); // catch_up_keys deals with it
         };
-        let synced = self.keys.synced()?;
+        let synced = keys.synced()?;
         if synced < mark && mark <= size && merkle::root_at(mark, read)? == root {
             let root = merkle::root_at(synced, read)?;
-            self.keys.rewind(synced, root)?;
+            keys.rewind(synced, root)?;
         }
         Ok(())
     }
@@ -773,14 +852,15 @@ impl Store {
         const CHUNK: u64 = 8192;
         let size = w.frontier.size();
         let read = &mut |id| self.tree.read(id);
-        let mut from = match self.keys.watermark() {
+        let keys = self.keys()?;
+        let mut from = match keys.watermark() {
             Ok(Some((mark, root))) if mark <= size && merkle::root_at(mark, read)? == root => mark,
             Err(e) => {
                 report(Rebuild::Indexes {
                     entries: size,
                     reason: format!("the indexes' watermark cannot be read ({e})"),
                 });
-                self.keys.clear()?;
+                keys.clear()?;
                 0
             }
             Ok(Some((mark, _))) => {
@@ -793,7 +873,7 @@ impl Store {
                     entries: size,
                     reason: format!("the indexes belong to another history ({reason})"),
                 });
-                self.keys.clear()?;
+                keys.clear()?;
                 0
             }
             Ok(None) => 0,
@@ -809,9 +889,7 @@ impl Store {
                 ids.push(entry.event.id);
             }
             let root = merkle::root_at(to, &mut |id| self.tree.read(id))?;
-            from = self
-                .keys
-                .apply(from, ids.iter().map(String::as_str).zip(&facts), root)?;
+            from = keys.apply(from, ids.iter().map(String::as_str).zip(&facts), root)?;
             if (from - start) % (32 * CHUNK) == 0 && from < size {
                 report(Rebuild::Progress {
                     replayed: from - start,
@@ -831,36 +909,53 @@ impl Store {
         loop {
             let mut batch = sled::Batch::default();
             let mut n = 0;
-            for kv in self.log.scan_prefix(layout::ID_PREFIX).take(CHUNK) {
+            for kv in self.owned()?.log.scan_prefix(layout::ID_PREFIX).take(CHUNK) {
                 batch.remove(kv?.0);
                 n += 1;
             }
             if n == 0 {
                 break;
             }
-            self.log.apply_batch(batch)?;
+            self.owned()?.log.apply_batch(batch)?;
         }
         for tree in layout::FIRST_LAYOUT_TREES
             .into_iter()
             .chain([layout::SECOND_LAYOUT_TREE])
         {
-            self.db.drop_tree(tree)?;
+            self.owned()?.db.drop_tree(tree)?;
         }
-        self.db.flush()?;
+        self.owned()?.db.flush()?;
         Ok(())
     }
 
     /// Cluster ids that have object versions, sorted.
     pub fn version_clusters(&self) -> Result<Vec<String>, StoreError> {
-        self.keys_current()?;
-        self.keys.version_clusters()
+        match &self.hold {
+            Hold::Owned(owned) => {
+                self.keys_current()?;
+                owned.keys.version_clusters()
+            }
+            Hold::View(view) => {
+                let mut ids: Vec<String> = view.clusters.iter().map(|c| c.id.clone()).collect();
+                ids.sort();
+                Ok(ids)
+            }
+        }
     }
 
     /// A consistent copy of one cluster's object versions (see
     /// [`ClusterVersions::live_at`]); `None` when the cluster has none.
     pub fn cluster_versions(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
-        self.keys_current()?;
-        self.keys.cluster_versions(cluster)
+        match &self.hold {
+            Hold::Owned(owned) => {
+                self.keys_current()?;
+                owned.keys.cluster_versions(cluster)
+            }
+            Hold::View(view) => view
+                .cluster(&self.dir.versions(), cluster)
+                .map(|(dir, meta)| crate::index::versions::read_cluster(&dir, cluster, &meta))
+                .transpose(),
+        }
     }
 
     /// How many entries the ledger had recorded at system time `at`: the
@@ -891,7 +986,8 @@ impl Store {
     ) -> Result<std::collections::BTreeMap<i32, u64>, StoreError> {
         let prefix = layout::offset_prefix(source);
         let mut out = std::collections::BTreeMap::new();
-        for kv in self.log.scan_prefix(&prefix) {
+        let owned = self.owned()?;
+        for kv in owned.log.scan_prefix(&prefix) {
             let (k, v) = kv?;
             let partition = k
                 .get(prefix.len()..)
@@ -907,12 +1003,117 @@ impl Store {
 
     /// Flushes everything (quarantine writes included) to disk.
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
+        if let Hold::Owned(owned) = &self.hold {
+            owned.db.flush()?;
+        }
         Ok(())
     }
 
+    /// The committed size and signed checkpoint as the commit record holds
+    /// them (a view: as the writer published them).
+    pub(crate) fn commit_record(&self) -> Result<(u64, Option<String>), StoreError> {
+        match &self.hold {
+            Hold::Owned(owned) => {
+                let size = owned
+                    .log
+                    .get(layout::META_SIZE)?
+                    .and_then(|v| layout::u64_value(&v))
+                    .unwrap_or(0);
+                let note = owned
+                    .log
+                    .get(layout::META_CHECKPOINT)?
+                    .map(|v| String::from_utf8_lossy(&v).into_owned());
+                Ok((size, note))
+            }
+            Hold::View(view) => Ok((view.size, view.checkpoint.clone())),
+        }
+    }
+
+    /// The sled tree of the commit record (tests).
+    #[cfg(test)]
     pub(crate) fn log_tree(&self) -> &sled::Tree {
-        &self.log
+        &self.owned().expect("a writer").log
+    }
+
+    /// The writer's databases, or the error a view gives for what only
+    /// they hold.
+    pub(crate) fn owned(&self) -> Result<&Owned, StoreError> {
+        match &self.hold {
+            Hold::Owned(owned) => Ok(owned),
+            Hold::View(view) => Err(StoreError::Beside {
+                path: self.dir.root().to_path_buf(),
+                pid: view.pid,
+            }),
+        }
+    }
+
+    fn keys(&self) -> Result<&Indexes, StoreError> {
+        self.owned().map(|o| &o.keys)
+    }
+
+    /// Whether this is a view beside another process's writer, and that
+    /// process's id.
+    pub fn beside_writer(&self) -> Option<u32> {
+        match &self.hold {
+            Hold::View(view) => Some(view.pid),
+            Hold::Owned(_) => None,
+        }
+    }
+
+    /// Publishes what readers in other processes may read.
+    fn publish_view(&self) -> Result<(), StoreError> {
+        let w = self.lock();
+        self.publish_view_locked(&w)
+    }
+
+    fn publish_view_locked(&self, w: &Writer) -> Result<(), StoreError> {
+        let keys = self.keys()?;
+        View::new(
+            w.frontier.size(),
+            &w.frontier.root(),
+            w.checkpoint.clone(),
+            w.recorded_at.map(|t| t.unix_micros()),
+            keys.version_files()?,
+        )
+        .publish(self.dir.root())
+    }
+
+    /// A view's answer to [`Store::scan`]: every leaf read, the matching
+    /// ones sorted by (valid time, index). Memory: 16 bytes per match.
+    fn scan_leaves<'a>(
+        &'a self,
+        key: ScanKey<'a>,
+        from: Option<Timestamp>,
+        to: Option<Timestamp>,
+    ) -> impl Iterator<Item = Result<Entry, StoreError>> + 'a {
+        let mut matches: Vec<(i64, u64)> = Vec::new();
+        let mut failed = None;
+        for entry in self.entries(0, self.lock_free_size()) {
+            let e = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            let hit = match key {
+                ScanKey::Cluster(c) => e.event.cluster.as_deref().unwrap_or("") == c,
+                ScanKey::Type(t) => e.event.event_type.as_str() == t,
+            };
+            let in_window =
+                from.is_none_or(|f| e.event.time >= f) && to.is_none_or(|t| e.event.time < t);
+            if hit && in_window {
+                matches.push((e.event.time.unix_micros(), e.index));
+            }
+        }
+        matches.sort_unstable();
+        failed
+            .map(Err)
+            .into_iter()
+            .chain(matches.into_iter().map(move |(_, ix)| {
+                self.entry(ix)?
+                    .ok_or_else(|| StoreError::Corrupt(format!("no entry {ix}")))
+            }))
     }
 
     pub(crate) fn segments(&self) -> &Segments {
@@ -933,22 +1134,41 @@ impl Store {
     /// extends the last signed checkpoint.
     fn recover(&self) -> Result<(), StoreError> {
         let mut w = self.lock();
-        let size = self
-            .log
-            .get(layout::META_SIZE)?
-            .and_then(|v| layout::u64_value(&v))
-            .unwrap_or(0);
-        w.recorded_at = self
-            .log
-            .get(layout::META_RECORDED_AT)?
-            .and_then(|v| layout::u64_value(&v))
-            .and_then(|m| Timestamp::from_unix_micros(m as i64));
-        w.checkpoint = self
-            .log
-            .get(layout::META_CHECKPOINT)?
-            .map(|v| String::from_utf8_lossy(&v).into_owned());
+        let size = match &self.hold {
+            Hold::Owned(owned) => {
+                w.recorded_at = owned
+                    .log
+                    .get(layout::META_RECORDED_AT)?
+                    .and_then(|v| layout::u64_value(&v))
+                    .and_then(|m| Timestamp::from_unix_micros(m as i64));
+                self.commit_record()?.0
+            }
+            Hold::View(view) => {
+                w.recorded_at = view.recorded_at.and_then(Timestamp::from_unix_micros);
+                w.refused = Some(format!(
+                    "process {} writes the ledger at {}; this process reads it at {} entries",
+                    view.pid,
+                    self.dir.root().display(),
+                    view.size
+                ));
+                view.size
+            }
+        };
+        w.checkpoint = self.commit_record()?.1;
+        let refused = w.refused.clone();
         match self.check_recovered(size, w.checkpoint.as_deref(), &w.verifiers) {
-            Ok(frontier) => w.frontier = frontier,
+            Ok(frontier) => {
+                if let Hold::View(view) = &self.hold {
+                    if view.root()? != frontier.root() {
+                        return Err(StoreError::Corrupt(format!(
+                            "the view published by process {} does not match the tree files at {} entries",
+                            view.pid, view.size
+                        )));
+                    }
+                }
+                w.frontier = frontier;
+                w.refused = refused;
+            }
             Err(reason) => {
                 w.refused = Some(format!(
                     "{reason}; the ledger is read-only until this is resolved (run `annal verify`)"
@@ -1036,12 +1256,16 @@ impl Store {
     /// The committed size, read without the writer lock (so readers never
     /// wait on a commit, and code holding the lock can read).
     fn lock_free_size(&self) -> u64 {
-        self.log
-            .get(layout::META_SIZE)
-            .ok()
-            .flatten()
-            .and_then(|v| layout::u64_value(&v))
-            .unwrap_or(0)
+        match &self.hold {
+            Hold::Owned(owned) => owned
+                .log
+                .get(layout::META_SIZE)
+                .ok()
+                .flatten()
+                .and_then(|v| layout::u64_value(&v))
+                .unwrap_or(0),
+            Hold::View(view) => view.size,
+        }
     }
 }
 
@@ -1050,17 +1274,42 @@ impl Drop for Store {
     /// so that the next open replays nothing. Best effort: without it the
     /// next open replays from the last sync mark.
     fn drop(&mut self) {
-        if self.close_on_drop.load(Ordering::Acquire) {
-            let _ = self.keys.close();
+        if let (true, Hold::Owned(owned)) = (self.close_on_drop.load(Ordering::Acquire), &self.hold)
+        {
+            let _ = owned.keys.close();
+        }
+        if matches!(self.hold, Hold::Owned(_)) {
+            note_dropped(&self.dir);
         }
     }
 }
 
-/// Opens sled. A handle dropped a moment ago in this process can still hold
-/// the file lock while sled's I/O threads wind down, so a held lock is
-/// retried briefly before it is reported as another process's.
+/// Data directories whose store this process dropped, and when: sled's own
+/// threads can hold the file lock for a moment after the handle is gone.
+static DROPPED: Mutex<Vec<(std::path::PathBuf, std::time::Instant)>> = Mutex::new(Vec::new());
+
+/// How long a lock a dropped handle of this process may still hold is
+/// waited for.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn note_dropped(dir: &DataDir) {
+    let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
+    dropped.retain(|(_, at)| at.elapsed() < LOCK_WAIT);
+    dropped.push((dir.root().to_path_buf(), std::time::Instant::now()));
+}
+
+fn dropped_recently(dir: &DataDir) -> bool {
+    DROPPED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|(path, at)| path == dir.root() && at.elapsed() < LOCK_WAIT)
+}
+
+/// Opens sled. A held lock is another process's (the caller opens a view
+/// beside it at once), unless this process dropped a store of the same
+/// directory a moment ago: then it is retried briefly.
 fn open_db(dir: &DataDir) -> Result<sled::Db, StoreError> {
-    const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
     let started = std::time::Instant::now();
     loop {
         let result = sled::Config::new()
@@ -1071,7 +1320,7 @@ fn open_db(dir: &DataDir) -> Result<sled::Db, StoreError> {
             .open();
         match result {
             Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
-                if started.elapsed() > LOCK_WAIT {
+                if !dropped_recently(dir) || started.elapsed() > LOCK_WAIT {
                     return Err(StoreError::Locked {
                         path: dir.root().to_path_buf(),
                     });

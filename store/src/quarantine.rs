@@ -54,10 +54,19 @@ pub struct Rejection<'a> {
 
 /// The quarantine area of one store.
 pub struct Quarantine {
-    pub(crate) tree: sled::Tree,
+    /// `None` in a view beside another process's writer, which holds it.
+    pub(crate) tree: Option<sled::Tree>,
 }
 
 impl Quarantine {
+    fn tree(&self) -> Result<&sled::Tree, StoreError> {
+        self.tree.as_ref().ok_or_else(|| {
+            StoreError::WritesRefused(
+                "the quarantine is in the database of the process that writes this ledger; ask it (its `annal quarantine`), or stop it first".into(),
+            )
+        })
+    }
+
     /// Records a rejection; returns the record id. Durable at the next commit
     /// or [`crate::Store::flush`].
     pub fn put(&self, r: &Rejection<'_>) -> Result<String, StoreError> {
@@ -83,18 +92,26 @@ impl Quarantine {
         };
         let bytes = serde_json::to_vec(&record)
             .map_err(|e| StoreError::Corrupt(format!("cannot encode quarantine record: {e}")))?;
-        self.tree.insert(id.as_bytes(), bytes)?;
+        self.tree()?.insert(id.as_bytes(), bytes)?;
         Ok(id)
     }
 
     /// Every record, ordered by id.
     pub fn list(&self) -> impl Iterator<Item = Result<QuarantineRecord, StoreError>> + '_ {
-        self.tree.iter().map(|kv| decode(&kv?.1))
+        let (tree, missing) = match self.tree() {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(Err(e))),
+        };
+        missing.into_iter().chain(
+            tree.into_iter()
+                .flat_map(|t| t.iter())
+                .map(|kv| decode(&kv?.1)),
+        )
     }
 
     /// One record.
     pub fn get(&self, id: &str) -> Result<Option<QuarantineRecord>, StoreError> {
-        self.tree
+        self.tree()?
             .get(id.as_bytes())?
             .map(|v| decode(&v))
             .transpose()
@@ -102,17 +119,17 @@ impl Quarantine {
 
     /// Removes a record; returns whether it existed.
     pub fn remove(&self, id: &str) -> Result<bool, StoreError> {
-        Ok(self.tree.remove(id.as_bytes())?.is_some())
+        Ok(self.tree()?.remove(id.as_bytes())?.is_some())
     }
 
     /// Number of records.
     pub fn len(&self) -> usize {
-        self.tree.len()
+        self.tree.as_ref().map_or(0, sled::Tree::len)
     }
 
     /// Whether the quarantine is empty.
     pub fn is_empty(&self) -> bool {
-        self.tree.is_empty()
+        self.tree.as_ref().is_none_or(sled::Tree::is_empty)
     }
 }
 

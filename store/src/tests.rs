@@ -993,6 +993,8 @@ fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_uncha
     assert_eq!(store.checkpoint().unwrap(), checkpoint);
     assert!(store.verify(None).unwrap().is_intact());
     assert!(!store
+        .owned()
+        .unwrap()
         .db
         .tree_names()
         .iter()
@@ -1039,4 +1041,79 @@ fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_uncha
     let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
     assert_eq!(reports, [], "a second open has nothing to migrate");
     assert_eq!(store.size(), 20);
+}
+
+#[test]
+fn a_second_open_beside_the_writer_is_a_view_that_answers_as_the_writer_did() {
+    let (dir, writer) = new_store();
+    writer
+        .append(
+            (0..40)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        observed(&format!("o{i}"), &format!("obj{}", i % 7), i % 60)
+                    } else {
+                        event(&format!("e{i}"), &format!("c{}", i % 3), i % 60)
+                    }
+                })
+                .collect(),
+        )
+        .unwrap();
+    let reader = Store::open(dir.path()).unwrap();
+    assert_eq!(reader.beside_writer(), Some(std::process::id()));
+    assert_eq!(reader.size(), writer.size());
+    assert_eq!(reader.status().root, writer.status().root);
+    assert_eq!(reader.checkpoint(), writer.checkpoint());
+    assert_eq!(
+        reader.version_clusters().unwrap(),
+        writer.version_clusters().unwrap()
+    );
+    assert_eq!(version_rows(&reader), version_rows(&writer));
+    for c in ["c0", "c1", "c2", "c1"] {
+        let indexes = |s: &Store| -> Vec<u64> {
+            s.scan(ScanKey::Cluster(c), None, None)
+                .map(|e| e.unwrap().index)
+                .collect()
+        };
+        assert_eq!(indexes(&reader), indexes(&writer), "cluster {c}");
+    }
+    assert_eq!(
+        reader.index_of("e7").unwrap(),
+        writer.index_of("e7").unwrap()
+    );
+    assert_eq!(reader.index_of("nope").unwrap(), None);
+    let report = reader.verify(None).unwrap();
+    assert!(report.is_intact(), "{:?}", report.problem);
+    assert_eq!(report.leaves, 40);
+    // A view never writes, and says who does.
+    let refused = reader.append(vec![event("new", "c0", 1)]).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("process {}", std::process::id())),
+        "{refused}"
+    );
+    assert!(reader.quarantine().list().next().unwrap().is_err());
+    assert!(reader.reindex().is_err());
+    // The view is one committed size: the writer moves on without it.
+    writer
+        .append(vec![observed("late", "obj1", 59), event("more", "c0", 2)])
+        .unwrap();
+    assert_eq!(reader.size(), 40);
+    assert_eq!(reader.entry(40).unwrap(), None);
+    let later = Store::open(dir.path()).unwrap();
+    assert_eq!(later.size(), 42);
+    assert_eq!(version_rows(&later), version_rows(&writer));
+    drop((reader, later));
+    // Once the writer is gone, the next open writes again.
+    drop(writer);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.beside_writer(), None);
+    assert_eq!(
+        store
+            .append(vec![event("after", "c0", 3)])
+            .unwrap()
+            .appended,
+        1
+    );
 }

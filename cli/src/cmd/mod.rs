@@ -33,7 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     let data = cli.data.as_path();
     match cli.command {
         Command::Init(args) => init(data, &args.origin, &printer),
-        Command::Ingest(args) => ingest::run(&open(data)?, args, &printer),
+        Command::Ingest(args) => ingest::run(&open_writer(data)?, args, &printer),
         Command::Verify(args) => verify::run(&open(data)?, args, &printer),
         Command::Status => inspect::status(&open(data)?, &printer),
         Command::Checkpoint => inspect::checkpoint(&open(data)?, &printer),
@@ -42,7 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Report(sub) => report::run(&open(data)?, sub, &printer),
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
         Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
-        Command::Reindex => inspect::reindex(&open(data)?, &printer),
+        Command::Reindex => inspect::reindex(&open_writer(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),
         Command::Sql(args) => sql::run(open(data)?, &args, &printer),
@@ -50,7 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             if args.demo {
                 demo::run(data, &printer)?;
             }
-            serve::run(open(data)?, &args)
+            serve::run(open_writer(data)?, &args)
         }
         Command::Export(sub) => export::run(open(data)?, sub, &printer),
         Command::TakeoverPlan(args) => takeover::run(&open(data)?, &args, &printer),
@@ -80,8 +80,31 @@ fn open(data: &std::path::Path) -> anyhow::Result<Store> {
         };
         let _ = writeln!(std::io::stderr(), "{line}");
     };
-    Store::open_reporting(data, &mut report)
-        .with_context(|| format!("opening the ledger at {}", data.display()))
+    let store = Store::open_reporting(data, &mut report)
+        .with_context(|| format!("opening the ledger at {}", data.display()))?;
+    if let Some(pid) = store.beside_writer() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "annal: process {pid} is writing this ledger; answering from what it has committed ({} entries)",
+            store.size()
+        );
+    }
+    Ok(store)
+}
+
+/// Opens the ledger for a command that writes (ingest, reindex, serve):
+/// beside another process that writes it, that is an error naming it.
+fn open_writer(data: &std::path::Path) -> anyhow::Result<Store> {
+    let store = open(data)?;
+    if let Some(pid) = store.beside_writer() {
+        anyhow::bail!(
+            "the ledger at {} is being written by process {pid}; only one process writes a ledger. \
+             Send events to that process instead (if it is `annal serve`: POST them to /v1/events, \
+             or a file of any format to /v1/ingest/auto), or stop it first; every read command works beside it",
+            data.display()
+        );
+    }
+    Ok(store)
 }
 
 fn init(data: &std::path::Path, origin: &str, printer: &Printer) -> anyhow::Result<Exit> {

@@ -380,6 +380,13 @@ impl Indexes {
         self.versions.clusters()
     }
 
+    /// Every cluster's version files (for the published view).
+    pub(crate) fn version_files(
+        &self,
+    ) -> Result<Vec<(String, u32, versions::ClusterMeta)>, StoreError> {
+        self.versions.snapshot()
+    }
+
     /// A consistent copy of one cluster's object versions.
     pub(crate) fn cluster_versions(
         &self,

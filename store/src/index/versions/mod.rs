@@ -48,7 +48,8 @@ use crate::StoreError;
 pub use details::VersionDetails;
 pub use row::VersionRow;
 
-use files::{ClusterFiles, ClusterMeta};
+use files::ClusterFiles;
+pub(crate) use files::ClusterMeta;
 pub(crate) use source::NewVersion;
 
 /// `'C' ‖ cluster id` → the cluster's number (u32be).
@@ -347,17 +348,21 @@ impl VersionIndex {
         let Some(meta) = self.meta(META_PREFIX, no)? else {
             return Ok(None);
         };
-        let files::Contents {
-            objects,
-            rows,
-            details,
-        } = files::read(&self.cluster_dir(no), &meta)?;
-        Ok(Some(ClusterVersions {
-            cluster: cluster.to_string(),
-            objects,
-            rows,
-            details,
-        }))
+        read_cluster(&self.cluster_dir(no), cluster, &meta).map(Some)
+    }
+
+    /// Every cluster with its number and committed lengths (what a view
+    /// of the ledger needs to read the files).
+    pub(crate) fn snapshot(&self) -> Result<Vec<(String, u32, ClusterMeta)>, StoreError> {
+        let metas: HashMap<u32, ClusterMeta> = self.metas(META_PREFIX)?.into_iter().collect();
+        let mut out = Vec::new();
+        for guard in self.files.prefix([CLUSTER_PREFIX]) {
+            let (k, v) = guard.into_inner().map_err(|e| self.error(e))?;
+            let no = u32_value(&v)?;
+            let id = String::from_utf8_lossy(&k[1..]).into_owned();
+            out.push((id, no, metas.get(&no).copied().unwrap_or_default()));
+        }
+        Ok(out)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
@@ -468,6 +473,25 @@ impl ObjectState {
         }
         Some(self)
     }
+}
+
+/// Reads one cluster's files up to the lengths of `meta`.
+pub(crate) fn read_cluster(
+    dir: &Path,
+    cluster: &str,
+    meta: &ClusterMeta,
+) -> Result<ClusterVersions, StoreError> {
+    let files::Contents {
+        objects,
+        rows,
+        details,
+    } = files::read(dir, meta)?;
+    Ok(ClusterVersions {
+        cluster: cluster.to_string(),
+        objects,
+        rows,
+        details,
+    })
 }
 
 fn encode_details(v: &NewVersion) -> (Vec<u8>, [u8; 16]) {

@@ -1,0 +1,118 @@
+//! Readers beside a writer: while `annal serve` ingests, every read
+//! command in another process answers from what the server has committed,
+//! with the server's own answers; a second writer is refused by name.
+
+use crate::util::{http, stderr, Ledger, Server};
+
+/// An object version of `name` in cluster `cluster`.
+fn object(id: &str, cluster: &str, name: &str, minute: u32) -> String {
+    serde_json::json!({
+        "schema": "annal.event/v1",
+        "id": id,
+        "type": "object.observed",
+        "time": format!("2026-11-01T10:{minute:02}:00Z"),
+        "cluster": cluster,
+        "data": {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": name, "namespace": "ns",
+                              "labels": {"app.kubernetes.io/instance": "web"}}},
+    })
+    .to_string()
+}
+
+fn batch(prefix: &str, cluster: &str, n: u32) -> String {
+    (0..n)
+        .map(|i| {
+            object(
+                &format!("{prefix}-{i}"),
+                cluster,
+                &format!("cm-{}", i % 50),
+                i % 60,
+            ) + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn read_commands_beside_a_serving_writer_give_the_servers_answers() {
+    let ledger = Ledger::new();
+    let server = Server::start(&ledger, &[]);
+    let (status, _) = server.request("POST", "/v1/events", None, &batch("fixed", "fixed", 300));
+    assert_eq!(status, 200);
+
+    // Ingest load on other clusters while the reads run.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = stop.clone();
+        let addr = server.addr.clone();
+        std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = batch(&format!("load{round}"), &format!("load-{}", round % 4), 200);
+                let (status, text) = http(&addr, "POST", "/v1/events", None, "text/plain", &body);
+                assert_eq!(status, 200, "{text}");
+                round += 1;
+            }
+            round
+        })
+    };
+
+    for _ in 0..3 {
+        // One cluster's inventory: the same as the server's.
+        let out = ledger.run(&["inventory", "--cluster", "fixed", "-o", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("is writing this ledger"),
+            "{}",
+            stderr(&out)
+        );
+        let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (status, text) = server.request("GET", "/v1/inventory?cluster=fixed", None, "");
+        assert_eq!(status, 200, "{text}");
+        let api: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(cli, api);
+        assert_eq!(cli.as_array().unwrap().len(), 50);
+
+        // SQL: the same count.
+        let query = "select count(*) as n from events where cluster = 'fixed'";
+        let (code, doc) = ledger.json(&["sql", query]);
+        assert_eq!(code, Some(0));
+        let (status, api) = server.sql(None, query);
+        assert_eq!(status, 200, "{api}");
+        assert_eq!(doc[0]["n"], 300);
+        assert_eq!(api["rows"][0]["n"], doc[0]["n"]);
+
+        // Verify: intact at the committed size it read, with the root the
+        // server gives for that size.
+        let (code, v) = ledger.json(&["verify"]);
+        assert_eq!(code, Some(0), "{v}");
+        assert_eq!(v["intact"], true);
+        let n = v["entries"].as_u64().unwrap();
+        assert!(n >= 300);
+        let (status, text) = server.request(
+            "GET",
+            &format!("/v1/proof/inclusion?index=0&size={n}"),
+            None,
+            "",
+        );
+        assert_eq!(status, 200, "{text}");
+        let proof: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(proof["root"], v["root"]);
+    }
+
+    // A second writer is refused, naming the one that writes.
+    let file = ledger.file("more.jsonl", &batch("more", "fixed", 3));
+    let out = ledger.run(&["ingest", file.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("is being written by process") && stderr(&out).contains("/v1/events"),
+        "{}",
+        stderr(&out)
+    );
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = load.join().unwrap();
+    assert!(rounds > 0);
+    // With the load done, a reader sees everything the server committed.
+    let (_, status) = ledger.json(&["status"]);
+    assert_eq!(status["size"], 300 + 200 * rounds);
+}
