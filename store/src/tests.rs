@@ -1117,3 +1117,85 @@ fn a_second_open_beside_the_writer_is_a_view_that_answers_as_the_writer_did() {
         1
     );
 }
+
+#[test]
+fn the_tree_scanner_reads_the_nodes_a_plain_reader_reads() {
+    let (_dir, store) = new_store();
+    // 70,000 leaves: a 4.5 MB tree file, past several windows, with nodes
+    // of levels up to 16 behind the window.
+    for chunk in 0..7 {
+        store
+            .append(
+                (0..10_000)
+                    .map(|i| event(&format!("t{chunk}-{i}"), "c", i % 60))
+                    .collect(),
+            )
+            .unwrap();
+    }
+    let files = store.tree_files();
+    let (plain, scan) = (files.reader().unwrap(), files.scanner().unwrap());
+    let mut frontier = crate::merkle::Frontier::new();
+    let mut nodes = 0;
+    for i in 0..store.size() {
+        let leaf = plain
+            .read(crate::merkle::NodeId { level: 0, index: i })
+            .unwrap();
+        let mut completed = Vec::new();
+        frontier.push(leaf, |id, _| completed.push(id));
+        for id in completed {
+            assert_eq!(scan.read(id).unwrap(), plain.read(id).unwrap(), "{id:?}");
+            nodes += 1;
+        }
+    }
+    assert_eq!(nodes, 2 * 70_000 - 70_000u64.count_ones() as u64);
+    assert_eq!(frontier.root(), store.status().root);
+    // Past the end: missing, not zeros.
+    let beyond = crate::merkle::NodeId {
+        level: 0,
+        index: 70_000,
+    };
+    assert!(scan.read(beyond).is_err());
+}
+
+#[test]
+fn verify_names_a_system_time_that_goes_back_within_and_across_its_chunks() {
+    // Two commits: entries 0..1024 (one verify chunk) and 1024..1100.
+    for tampered in [1024u64, 1030] {
+        let (dir, store) = new_store();
+        store
+            .append(
+                (0..1024)
+                    .map(|i| event(&format!("a{i}"), "c", i % 60))
+                    .collect(),
+            )
+            .unwrap();
+        store
+            .append(
+                (0..76)
+                    .map(|i| event(&format!("b{i}"), "c", i % 60))
+                    .collect(),
+            )
+            .unwrap();
+        let leaf = String::from_utf8(store.leaf_bytes(tampered).unwrap().unwrap()).unwrap();
+        drop(store);
+        // The same leaf, recorded a year earlier (same length, canonical).
+        let at = leaf.find("\"recorded_at\":\"").unwrap() + 15;
+        let year: u32 = leaf[at..at + 4].parse().unwrap();
+        let earlier = format!("{}{}{}", &leaf[..at], year - 1, &leaf[at + 4..]);
+        let segment = crate::DataDir::new(dir.path())
+            .leaves()
+            .join(format!("{:020}.jsonl", 0));
+        let text = std::fs::read_to_string(&segment).unwrap();
+        std::fs::write(&segment, text.replacen(&leaf, &earlier, 1)).unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let problem = store.verify(None).unwrap().problem.expect("caught");
+        assert_eq!(problem.index, Some(tampered), "{}", problem.reason);
+        assert!(
+            problem
+                .reason
+                .contains("recorded_at before its predecessor"),
+            "{}",
+            problem.reason
+        );
+    }
+}

@@ -48,12 +48,23 @@ impl TreeFiles {
         TreeReader {
             file,
             path: &self.path,
+            window: None,
         }
         .read(id)
     }
 
     /// An open handle for many reads.
     pub(crate) fn reader(&self) -> Result<TreeReader<'_>, StoreError> {
+        self.open_reader(false)
+    }
+
+    /// A handle for reading the nodes of the leaves in log order (see
+    /// [`TreeReader`]).
+    pub(crate) fn scanner(&self) -> Result<TreeReader<'_>, StoreError> {
+        self.open_reader(true)
+    }
+
+    fn open_reader(&self, scan: bool) -> Result<TreeReader<'_>, StoreError> {
         let file = match File::open(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -64,6 +75,7 @@ impl TreeFiles {
         Ok(TreeReader {
             file,
             path: &self.path,
+            window: scan.then(Default::default),
         })
     }
 
@@ -79,22 +91,92 @@ impl TreeFiles {
 }
 
 /// Reads nodes through one open file.
+///
+/// A scan in log order (verify) asks for each leaf's node and the nodes it
+/// completes, at positions that only grow but lag behind the leaf by up to
+/// `2^level`: so reads are served from a window of the file read in large
+/// chunks, keeping [`BACK`] bytes behind the newest position, and only the
+/// rare high node behind the window costs a read of its own.
 pub(crate) struct TreeReader<'a> {
     file: File,
     path: &'a PathBuf,
+    /// Set for a scan in log order ([`TreeFiles::scanner`]).
+    window: Option<std::cell::RefCell<Window>>,
 }
+
+#[derive(Default)]
+struct Window {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// Bytes a window read fetches.
+const CHUNK: u64 = 1 << 20;
+/// Bytes a refilled window keeps behind the position that refilled it
+/// (nodes up to level 12 of a leaf in the window stay in it).
+const BACK: u64 = 128 << 10;
 
 impl TreeReader<'_> {
     pub(crate) fn read(&self, id: NodeId) -> Result<Hash, StoreError> {
+        let at = offset(id);
+        let Some(window) = &self.window else {
+            return self.read_one(id, at);
+        };
+        let mut window = window.borrow_mut();
+        let end = window.start + window.bytes.len() as u64;
+        if at < window.start || at + WIDTH > end {
+            if at < window.start && !window.bytes.is_empty() {
+                // Behind the window: a high node, read on its own.
+                return self.read_one(id, at);
+            }
+            self.fill(&mut window, at.saturating_sub(BACK))?;
+        }
+        let from = (at - window.start) as usize;
+        match window.bytes.get(from..from + WIDTH as usize) {
+            Some(b) => {
+                let mut hash = [0u8; 32];
+                hash.copy_from_slice(b);
+                Ok(hash)
+            }
+            None => Err(missing(id)),
+        }
+    }
+
+    /// Reads the window at `start` (shorter at the end of the file).
+    fn fill(&self, window: &mut Window, start: u64) -> Result<(), StoreError> {
+        window.start = start;
+        window.bytes.resize(CHUNK as usize, 0);
+        let mut filled = 0usize;
+        while filled < window.bytes.len() {
+            match self
+                .file
+                .read_at(&mut window.bytes[filled..], start + filled as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StoreError::io(self.path, e)),
+            }
+        }
+        window.bytes.truncate(filled);
+        Ok(())
+    }
+
+    fn read_one(&self, id: NodeId, at: u64) -> Result<Hash, StoreError> {
         let mut hash = [0u8; 32];
-        match self.file.read_exact_at(&mut hash, offset(id)) {
+        match self.file.read_exact_at(&mut hash, at) {
             Ok(()) => Ok(hash),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(StoreError::Corrupt(
-                format!("missing tree node level {} index {}", id.level, id.index),
-            )),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(missing(id)),
             Err(e) => Err(StoreError::io(self.path, e)),
         }
     }
+}
+
+fn missing(id: NodeId) -> StoreError {
+    StoreError::Corrupt(format!(
+        "missing tree node level {} index {}",
+        id.level, id.index
+    ))
 }
 
 /// Buffers completed nodes and writes them at commit.

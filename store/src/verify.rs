@@ -105,19 +105,28 @@ impl Store {
         let mut pointers =
             SequentialRecords::open(self.segments().offsets_path(), LeafPointer::ENCODED_LEN)?;
         let tree = if expected > 0 {
-            Some(self.tree_files().reader()?)
+            Some(self.tree_files().scanner()?)
         } else {
             None
         };
-        // Two stages on two threads: reading and decoding each leaf (the
-        // costly part) runs ahead of hashing and the index checks, which
-        // consume leaves strictly in order, so the first problem reported is
-        // still the one at the lowest index.
-        let (tx, rx) = mpsc::sync_channel::<Result<Vec<Checked>, StoreError>>(4);
+        // Stage one checks each leaf on its own (canonical form, its index,
+        // its hash: the costly part) on every core, chunk by chunk; stage
+        // two consumes the chunks strictly in log order (placement, tree
+        // nodes, ids), so the first problem reported is still the one at
+        // the lowest index.
+        let (work_tx, work_rx) = mpsc::sync_channel::<RawChunk>(4);
+        let (done_tx, done_rx) = mpsc::sync_channel::<Result<CheckedChunk, StoreError>>(8);
         let lines = self.segments().stream(None)?;
         std::thread::scope(|scope| {
-            scope.spawn(move || read_and_decode(lines, expected, tx));
-            for chunk in rx {
+            let errors = done_tx.clone();
+            scope.spawn(move || read_chunks(lines, expected, work_tx, errors));
+            let work_rx = std::sync::Arc::new(std::sync::Mutex::new(work_rx));
+            for _ in 0..checkers() {
+                let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
+                scope.spawn(move || check_chunks(&work_rx, &done_tx));
+            }
+            drop(done_tx);
+            for chunk in in_log_order(done_rx) {
                 for item in chunk? {
                     let index = frontier.size();
                     let leaf = match item {
@@ -198,45 +207,145 @@ enum Checked {
     Problem(String),
 }
 
-/// Stage one: read leaves in order and check each on its own.
-fn read_and_decode(
+/// Leaves per chunk of stage one.
+const CHUNK: usize = 1024;
+
+/// Threads checking leaves: one per core (at least two, so reading and
+/// checking overlap).
+fn checkers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+/// Lines of leaves `first..`, and what ended the log early, if anything.
+struct RawChunk {
+    seq: u64,
+    first: u64,
+    lines: Vec<Line>,
+    end: Option<String>,
+}
+
+/// A chunk checked on its own, with the system times at its ends (the
+/// order across chunks is checked in log order).
+struct CheckedChunk {
+    seq: u64,
+    items: Vec<Checked>,
+    first_recorded: Option<Timestamp>,
+    last_recorded: Option<Timestamp>,
+}
+
+/// Reads the leaf lines in order, in chunks.
+fn read_chunks(
     mut lines: LineStream,
     expected: u64,
-    tx: mpsc::SyncSender<Result<Vec<Checked>, StoreError>>,
+    work: mpsc::SyncSender<RawChunk>,
+    errors: mpsc::SyncSender<Result<CheckedChunk, StoreError>>,
 ) {
-    const CHUNK: usize = 1024;
-    let mut last_recorded: Option<Timestamp> = None;
-    let mut chunk = Vec::with_capacity(CHUNK);
-    for index in 0..expected {
-        let item = match lines.next() {
-            None => Checked::Problem(format!("entry {index} is missing from the leaf files")),
-            Some(Err(e)) => {
-                let _ = tx.send(Err(e));
-                return;
-            }
-            Some(Ok(line)) if !line.terminated => {
-                Checked::Problem(format!("entry {index} is cut short"))
-            }
-            Some(Ok(line)) => match check_leaf(index, &line.bytes, &mut last_recorded) {
-                Ok(id) => {
-                    let hash = merkle::leaf_hash(&line.bytes);
-                    Checked::Leaf(CheckedLeaf { line, id, hash })
-                }
-                Err(reason) => Checked::Problem(reason),
-            },
+    let mut index = 0u64;
+    let mut seq = 0u64;
+    while index < expected {
+        let mut chunk = RawChunk {
+            seq,
+            first: index,
+            lines: Vec::with_capacity(CHUNK),
+            end: None,
         };
-        let stop = matches!(item, Checked::Problem(_));
-        chunk.push(item);
-        if stop || chunk.len() == CHUNK {
-            let delivered = tx.send(Ok(std::mem::take(&mut chunk))).is_ok();
-            if stop || !delivered {
-                return;
+        while chunk.lines.len() < CHUNK && index < expected {
+            match lines.next() {
+                None => {
+                    chunk.end = Some(format!("entry {index} is missing from the leaf files"));
+                }
+                Some(Err(e)) => {
+                    let _ = errors.send(Err(e));
+                    return;
+                }
+                Some(Ok(line)) if !line.terminated => {
+                    chunk.end = Some(format!("entry {index} is cut short"));
+                }
+                Some(Ok(line)) => chunk.lines.push(line),
+            }
+            if chunk.end.is_some() {
+                break;
+            }
+            index += 1;
+        }
+        let stop = chunk.end.is_some();
+        if work.send(chunk).is_err() || stop {
+            return;
+        }
+        seq += 1;
+    }
+}
+
+/// Checks chunks until there are none.
+fn check_chunks(
+    work: &std::sync::Mutex<mpsc::Receiver<RawChunk>>,
+    done: &mpsc::SyncSender<Result<CheckedChunk, StoreError>>,
+) {
+    loop {
+        let next = work.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(chunk) = next else { return };
+        let mut out = CheckedChunk {
+            seq: chunk.seq,
+            items: Vec::with_capacity(chunk.lines.len() + 1),
+            first_recorded: None,
+            last_recorded: None,
+        };
+        for (line, index) in chunk.lines.into_iter().zip(chunk.first..) {
+            match check_leaf(index, &line.bytes, &mut out.last_recorded) {
+                Ok(id) => {
+                    out.first_recorded = out.first_recorded.or(out.last_recorded);
+                    let hash = merkle::leaf_hash(&line.bytes);
+                    out.items
+                        .push(Checked::Leaf(CheckedLeaf { line, id, hash }));
+                }
+                Err(reason) => {
+                    out.items.push(Checked::Problem(reason));
+                    break;
+                }
             }
         }
+        if let Some(end) = chunk.end {
+            if !matches!(out.items.last(), Some(Checked::Problem(_))) {
+                out.items.push(Checked::Problem(end));
+            }
+        }
+        if done.send(Ok(out)).is_err() {
+            return;
+        }
     }
-    if !chunk.is_empty() {
-        let _ = tx.send(Ok(chunk));
-    }
+}
+
+/// The checked chunks in log order (they finish in any order), with the
+/// system time checked across their boundaries.
+fn in_log_order(
+    done: mpsc::Receiver<Result<CheckedChunk, StoreError>>,
+) -> impl Iterator<Item = Result<Vec<Checked>, StoreError>> {
+    let mut waiting: std::collections::BTreeMap<u64, CheckedChunk> = Default::default();
+    let mut next = 0u64;
+    let mut last: Option<Timestamp> = None;
+    let mut first_index = 0u64;
+    std::iter::from_fn(move || loop {
+        if let Some(mut chunk) = waiting.remove(&next) {
+            next += 1;
+            if let (Some(prev), Some(first)) = (last, chunk.first_recorded) {
+                if first < prev {
+                    return Some(Ok(vec![Checked::Problem(format!(
+                        "entry {first_index} has recorded_at before its predecessor"
+                    ))]));
+                }
+            }
+            last = chunk.last_recorded.or(last);
+            first_index += chunk.items.len() as u64;
+            return Some(Ok(std::mem::take(&mut chunk.items)));
+        }
+        match done.recv() {
+            Ok(Ok(chunk)) => {
+                waiting.insert(chunk.seq, chunk);
+            }
+            Ok(Err(e)) => return Some(Err(e)),
+            Err(_) => return None,
+        }
+    })
 }
 
 impl Store {

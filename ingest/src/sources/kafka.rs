@@ -507,11 +507,20 @@ impl Source {
 
     /// Where each newly assigned partition starts: the later of the
     /// ledger's offset and the group's, or the beginning.
+    ///
+    /// This runs inside the rebalance callback, where the consumer sends no
+    /// heartbeat: a wait longer than the group's session timeout gets the
+    /// member evicted and the group rebalances again, so the group's
+    /// offsets (a hint: the ledger's are the exactly-once record) are
+    /// asked for briefly, and a broker slow to answer is said and skipped.
     fn starts(&self, consumer: &BaseConsumer<Source>, tpl: &mut TopicPartitionList) {
-        let group = consumer
-            .committed_offsets(tpl.clone(), Duration::from_secs(10))
-            .map(|c| c.to_topic_map())
-            .unwrap_or_default();
+        let group = match consumer.committed_offsets(tpl.clone(), GROUP_OFFSETS_WAIT) {
+            Ok(c) => c.to_topic_map(),
+            Err(e) => {
+                log!("annal: kafka: the group's committed offsets did not come ({e}); starting from the ledger's");
+                Default::default()
+            }
+        };
         let mut ledger: BTreeMap<String, BTreeMap<i32, u64>> = BTreeMap::new();
         for elem in tpl.elements() {
             let topic = elem.topic().to_string();
@@ -556,6 +565,9 @@ impl Source {
         }
     }
 }
+
+/// How long an assignment waits for the group's committed offsets.
+const GROUP_OFFSETS_WAIT: Duration = Duration::from_secs(1);
 
 impl ClientContext for Source {
     fn stats_raw(&self, statistics: &[u8]) {
@@ -606,9 +618,14 @@ impl ConsumerContext for Source {
                 }
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
-                // Whatever was read from these partitions is committed
-                // before another member may take them.
-                if let Err(Error::Store(e)) = self.commit(consumer, CommitMode::Sync) {
+                // Whatever was read from these partitions is committed to
+                // the ledger (with its offsets: the exactly-once record)
+                // before another member may take them. The group's copy of
+                // the offsets is a hint, sent without waiting: a
+                // synchronous commit inside the callback, during a
+                // rebalance, was seen to block until the member was
+                // evicted, and then for good.
+                if let Err(Error::Store(e)) = self.commit(consumer, CommitMode::Async) {
                     *lock(&self.failed) = Some(e);
                 }
                 for elem in tpl.elements() {
