@@ -17,6 +17,7 @@
 //! DATA/keys/checkpoint.key    Ed25519 signing key, mode 0600
 //! DATA/keys/checkpoint.vkey   its public key, for auditors
 //! DATA/checkpoint             latest signed checkpoint (published after each commit)
+//! DATA/view                   what readers in other processes read (see view.rs)
 //! ```
 
 use std::path::{Path, PathBuf};
