@@ -2,23 +2,10 @@
 //! rebuilt on first open (said on stderr), and every answer is the one the
 //! old binary printed (store/testdata/v2-ledger.README.md).
 
-use crate::util::{stderr, Ledger};
+use crate::util::{copy_tree, stderr, Ledger};
 
 fn testdata() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/testdata")
-}
-
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 fn printed(name: &str) -> serde_json::Value {

@@ -708,10 +708,7 @@ impl Store {
         Quarantine {
             tree: match &self.hold {
                 Hold::Owned(owned) => Some(owned.quarantine.clone()),
-                Hold::View(view) => {
-                    let _ = view;
-                    None
-                }
+                Hold::View(_) => None,
             },
         }
     }

@@ -876,21 +876,40 @@ fn a_key_index_that_is_truncated_or_from_another_ledger_is_rebuilt_not_trusted()
     );
 }
 
-#[test]
-fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unchanged() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/v1-ledger");
+/// A copy of `store/testdata/NAME` to open and migrate.
+fn fixture_copy(name: &str) -> tempfile::TempDir {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name);
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixture, dir.path());
+    dir
+}
+
+/// Every leaf, offset and tree file of a ledger, with its bytes.
+fn leaf_files(data: &crate::DataDir) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    files_under(&data.leaves())
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(&f).unwrap();
+            (f, bytes)
+        })
+        .collect()
+}
+
+fn root_hex(store: &Store) -> String {
+    store
+        .status()
+        .root
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unchanged() {
+    let dir = fixture_copy("v1-ledger");
     let data = crate::DataDir::new(dir.path());
-    let leaf_files = |d: &crate::DataDir| -> Vec<(std::path::PathBuf, Vec<u8>)> {
-        files_under(&d.leaves())
-            .into_iter()
-            .map(|f| {
-                let bytes = std::fs::read(&f).unwrap();
-                (f, bytes)
-            })
-            .collect()
-    };
     let before = leaf_files(&data);
     let checkpoint = std::fs::read_to_string(data.checkpoint()).unwrap();
     let mut reports = Vec::new();
@@ -905,14 +924,8 @@ fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unc
             crate::Rebuild::OldLayoutRemoved
         ]
     );
-    let root: String = store
-        .status()
-        .root
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     assert_eq!(
-        root,
+        root_hex(&store),
         "091881611b1ee812fcdae39c962e7c78bb14d5c88a02805e517279b7a13e608c"
     );
     assert_eq!(store.checkpoint().unwrap(), checkpoint);
@@ -960,19 +973,9 @@ fn a_ledger_in_the_first_layout_opens_migrated_with_leaves_roots_and_answers_unc
 #[test]
 fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_unchanged() {
     let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&testdata.join("v2-ledger"), dir.path());
+    let dir = fixture_copy("v2-ledger");
     let data = crate::DataDir::new(dir.path());
-    let leaf_files = || -> Vec<(std::path::PathBuf, Vec<u8>)> {
-        files_under(&data.leaves())
-            .into_iter()
-            .map(|f| {
-                let bytes = std::fs::read(&f).unwrap();
-                (f, bytes)
-            })
-            .collect()
-    };
-    let before = leaf_files();
+    let before = leaf_files(&data);
     let checkpoint = std::fs::read_to_string(data.checkpoint()).unwrap();
     let mut reports = Vec::new();
     let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
@@ -980,14 +983,8 @@ fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_uncha
         matches!(&reports[..], [crate::Rebuild::Indexes { entries: 20, reason }, crate::Rebuild::OldLayoutRemoved] if reason.contains("layout 1")),
         "{reports:?}"
     );
-    let root: String = store
-        .status()
-        .root
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     assert_eq!(
-        root,
+        root_hex(&store),
         "7f26217b2114b6bbe881169ad7b0cafd60c40916c11123bce28284913cab2aca"
     );
     assert_eq!(store.checkpoint().unwrap(), checkpoint);
@@ -1033,7 +1030,7 @@ fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_uncha
     assert_eq!(got, want);
     drop(store);
     assert_eq!(
-        leaf_files(),
+        leaf_files(&data),
         before,
         "leaf, offset and tree files unchanged"
     );
