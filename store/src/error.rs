@@ -74,6 +74,15 @@ pub enum StoreError {
         /// What failed.
         reason: String,
     },
+    /// A derived index failed a checksum or did not decode: it is
+    /// rebuilt from the leaves, never trusted.
+    #[error("key index {}: damaged ({reason}); it is rebuilt from the log", .path.display())]
+    IndexDamaged {
+        /// The index directory.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
     /// The embedded database failed (including "locked by another process").
     #[error("storage: {0}")]
     Sled(#[from] sled::Error),

@@ -421,7 +421,15 @@ impl Store {
         for group in groups {
             let mut outcome = AppendOutcome::default();
             for prepared in group {
-                if seen.contains(&prepared.id) || self.keys()?.id(&prepared.id)?.is_some() {
+                let known = seen.contains(&prepared.id)
+                    || match self.keys()?.id(&prepared.id) {
+                        Err(StoreError::IndexDamaged { .. }) => {
+                            self.rebuild_damaged_locked(&w)?;
+                            self.keys()?.id(&prepared.id)?.is_some()
+                        }
+                        known => known?.is_some(),
+                    };
+                if known {
                     outcome.duplicates += 1;
                     continue;
                 }
@@ -619,7 +627,7 @@ impl Store {
         match &self.hold {
             Hold::Owned(owned) => {
                 self.keys_current()?;
-                owned.keys.id(id)
+                self.repaired(|| owned.keys.id(id))
             }
             // A view has no id index: the leaves are read instead.
             Hold::View(_) => {
@@ -690,12 +698,60 @@ impl Store {
         if let Err(e) = self.keys_current() {
             return Box::new(std::iter::once(Err(e)));
         }
-        Box::new(keys.scan(key, from, to).map(move |ix| {
-            let ix = ix?;
-            self.entry(ix)?.ok_or_else(|| {
-                StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
-            })
+        let mut indexes = keys.scan(key, from, to);
+        let mut answered = false;
+        Box::new(std::iter::from_fn(move || {
+            let ix = match indexes.next()? {
+                // Damage found before anything was answered: rebuilt, and
+                // the scan starts again; found later, it is an error (the
+                // indexes are rebuilt before the next read).
+                Err(StoreError::IndexDamaged { .. }) if !answered => {
+                    if let Err(e) = self.rebuild_damaged() {
+                        return Some(Err(e));
+                    }
+                    answered = true;
+                    indexes = keys.scan(key, from, to);
+                    indexes.next()?
+                }
+                Err(e @ StoreError::IndexDamaged { .. }) => {
+                    return Some(self.rebuild_damaged().and(Err(e)));
+                }
+                other => other,
+            };
+            answered = true;
+            Some(ix.and_then(|ix| {
+                self.entry(ix)?.ok_or_else(|| {
+                    StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
+                })
+            }))
         }))
+    }
+
+    /// `read`, and when it finds the indexes damaged, `read` again after
+    /// they are rebuilt from the leaves.
+    fn repaired<T>(&self, read: impl Fn() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        match read() {
+            Err(StoreError::IndexDamaged { .. }) => {
+                self.rebuild_damaged()?;
+                read()
+            }
+            answer => answer,
+        }
+    }
+
+    /// Empties the indexes and replays the whole log into them: a read
+    /// found bytes that fail their checksum (damage an open cannot see
+    /// without reading every run).
+    fn rebuild_damaged(&self) -> Result<(), StoreError> {
+        let w = self.lock();
+        self.rebuild_damaged_locked(&w)
+    }
+
+    fn rebuild_damaged_locked(&self, w: &Writer) -> Result<(), StoreError> {
+        let keys = self.keys()?;
+        keys.clear()?;
+        self.keys_mark.store(u64::MAX, Ordering::Release);
+        self.catch_up_keys(w, &mut |_| {})
     }
 
     /// Stored Merkle node.
@@ -725,7 +781,6 @@ impl Store {
         self.keys_mark.store(u64::MAX, Ordering::Release);
         self.catch_up_keys(&w, &mut |_| {})?;
         keys.close()?;
-        keys.persist()?;
         self.publish_view_locked(&w)?;
         Ok((
             w.frontier.size(),
@@ -771,11 +826,10 @@ impl Store {
         self.catch_up_keys(&w, &mut |_| {})
     }
 
-    /// After the open-time check: trusts the indexes only from a
-    /// watermark whose recorded root is the log's root at that size, and
-    /// replays the leaves past it (past the sync mark, when the last
-    /// process did not close); removes older layouts' keys from sled once
-    /// the new indexes hold them.
+    /// After the open-time check: trusts the indexes only from a mark
+    /// whose recorded root is the log's root at that size, and replays the
+    /// leaves past it; removes older layouts' keys from sled once the new
+    /// indexes hold them.
     fn recover_keys(
         &self,
         opened: Opened,
@@ -797,12 +851,14 @@ impl Store {
         let reason = match opened {
             Opened::Replaced(reason) => Some(format!("the indexes were unusable ({reason})")),
             _ if first_layout => Some("a ledger in the first layout (ids in sled)".to_string()),
-            Opened::Outdated(found) => Some(format!(
+            Opened::Outdated(found) if found == "1" => Some(format!(
                 "indexes in layout {found} (object versions in sled); this annal keeps them beside the ids"
+            )),
+            Opened::Outdated(found) => Some(format!(
+                "indexes in layout {found} (every key through fjall's journal); this annal writes them in sorted runs"
             )),
             Opened::Created if w.frontier.size() > 0 => Some("no indexes".to_string()),
             _ => {
-                self.rewind_if_not_closed(&w)?;
                 owned
                     .keys
                     .damaged_files()?
@@ -820,24 +876,6 @@ impl Store {
         if first_layout || second_layout {
             report(Rebuild::OldLayoutRemoved);
             self.remove_old_layouts()?;
-        }
-        Ok(())
-    }
-
-    /// When the last process did not close the indexes (their sync mark
-    /// is behind a watermark that is this log's), goes back to the sync
-    /// mark: what was written after it may not have reached the disk.
-    fn rewind_if_not_closed(&self, w: &Writer) -> Result<(), StoreError> {
-        let size = w.frontier.size();
-        let read = &mut |id| self.tree.read(id);
-        let keys = self.keys()?;
-        let Ok(Some((mark, root))) = keys.watermark() else {
-            return Ok(()); // catch_up_keys deals with it
-        };
-        let synced = keys.synced()?;
-        if synced < mark && mark <= size && merkle::root_at(mark, read)? == root {
-            let root = merkle::root_at(synced, read)?;
-            keys.rewind(synced, root)?;
         }
         Ok(())
     }
@@ -876,6 +914,7 @@ impl Store {
             Ok(None) => 0,
         };
         let start = from;
+        let mut damage_seen = false;
         while from < size {
             let to = (from + CHUNK).min(size);
             let mut ids = Vec::with_capacity((to - from) as usize);
@@ -886,7 +925,16 @@ impl Store {
                 ids.push(entry.event.id);
             }
             let root = merkle::root_at(to, &mut |id| self.tree.read(id))?;
-            from = keys.apply(from, ids.iter().map(String::as_str).zip(&facts), root)?;
+            from = match keys.apply(from, ids.iter().map(String::as_str).zip(&facts), root) {
+                Ok(upto) => upto,
+                // A damaged object state: everything is rebuilt, once.
+                Err(StoreError::IndexDamaged { .. }) if !damage_seen => {
+                    damage_seen = true;
+                    keys.clear()?;
+                    0
+                }
+                Err(e) => return Err(e),
+            };
             if (from - start) % (32 * CHUNK) == 0 && from < size {
                 report(Rebuild::Progress {
                     replayed: from - start,
@@ -1070,7 +1118,7 @@ impl Store {
             &w.frontier.root(),
             w.checkpoint.clone(),
             w.recorded_at.map(|t| t.unix_micros()),
-            keys.version_files()?,
+            keys.version_files(),
         )
         .publish(self.dir.root())
     }

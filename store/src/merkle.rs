@@ -29,6 +29,24 @@ pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
     *h.finalize().as_bytes()
 }
 
+/// A hash as 64 lowercase hex digits (how the files beside the log name
+/// roots).
+pub(crate) fn to_hex(hash: &Hash) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The hash that [`to_hex`] wrote (`None`: not 64 hex digits).
+pub(crate) fn from_hex(text: &str) -> Option<Hash> {
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
 /// Root of the empty tree.
 pub fn empty_root() -> Hash {
     *blake3::hash(b"").as_bytes()

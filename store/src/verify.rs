@@ -9,7 +9,7 @@
 use annal_schemas::Timestamp;
 
 use crate::checkpoint::{Checkpoint, NoteVerifier};
-use crate::index::Indexes;
+use crate::index::{IdDigest, Indexes};
 use crate::leaf_check;
 use crate::leaves::LeafPointer;
 use crate::leaves::{Line, LineStream};
@@ -117,7 +117,12 @@ impl Store {
         let (work_tx, work_rx) = mpsc::sync_channel::<RawChunk>(4);
         let (done_tx, done_rx) = mpsc::sync_channel::<Result<CheckedChunk, StoreError>>(8);
         let lines = self.segments().stream(None)?;
-        std::thread::scope(|scope| {
+        // The ids the leaves name, against the id index's (read beside).
+        // A view has no id index to check: the writer's verify checks it.
+        let mut leaf_ids = IdDigest::default();
+        let owned = self.beside_writer().is_none();
+        let index_ids = std::thread::scope(|scope| {
+            let index_ids = owned.then(|| scope.spawn(|| self.key_index().id_digest()));
             let errors = done_tx.clone();
             scope.spawn(move || read_chunks(lines, expected, work_tx, errors));
             let work_rx = std::sync::Arc::new(std::sync::Mutex::new(work_rx));
@@ -127,20 +132,22 @@ impl Store {
             }
             drop(done_tx);
             for chunk in in_log_order(done_rx) {
-                for item in chunk? {
+                let (items, ids) = chunk?;
+                leaf_ids.merge(ids);
+                for item in items {
                     let index = frontier.size();
                     let leaf = match item {
                         Checked::Leaf(leaf) => leaf,
                         Checked::Problem(reason) => {
                             fail(&mut report, Some(index), reason);
-                            return Ok(());
+                            return Ok(None);
                         }
                     };
                     if let Err(reason) =
                         self.check_placed(index, &leaf, &mut pointers, &mut frontier, tree.as_ref())
                     {
                         fail(&mut report, Some(index), reason?);
-                        return Ok(());
+                        return Ok(None);
                     }
                     report.leaves += 1;
                     report.bytes += leaf.line.bytes.len() as u64;
@@ -151,15 +158,24 @@ impl Store {
                                 None,
                                 format!("the tree of the first {} entries does not match the signed checkpoint root", cp.size),
                             );
-                            return Ok(());
+                            return Ok(None);
                         }
                     }
                 }
             }
-            Ok::<(), StoreError>(())
+            index_ids
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .transpose()
         })?;
         if report.problem.is_some() {
             return Ok(report);
+        }
+        if let Some(index_ids) = index_ids {
+            if index_ids != leaf_ids {
+                let (index, reason) = self.first_id_problem(expected, index_ids, leaf_ids)?;
+                fail(&mut report, index, reason);
+                return Ok(report);
+            }
         }
         report.root = frontier.root();
         let size = frontier.size();
@@ -191,11 +207,10 @@ impl Store {
     }
 }
 
-/// A leaf that passed stage one, with its id and its leaf hash (computed
+/// A leaf that passed stage one, with its leaf hash (computed
 /// in that stage, so the two stages share the hashing between two cores).
 struct CheckedLeaf {
     line: Line,
-    id: String,
     hash: Hash,
 }
 
@@ -229,6 +244,8 @@ struct RawChunk {
 struct CheckedChunk {
     seq: u64,
     items: Vec<Checked>,
+    /// The (id, index) pairs of its leaves.
+    ids: IdDigest,
     first_recorded: Option<Timestamp>,
     last_recorded: Option<Timestamp>,
 }
@@ -287,6 +304,7 @@ fn check_chunks(
         let mut out = CheckedChunk {
             seq: chunk.seq,
             items: Vec::with_capacity(chunk.lines.len() + 1),
+            ids: IdDigest::default(),
             first_recorded: None,
             last_recorded: None,
         };
@@ -294,9 +312,9 @@ fn check_chunks(
             match check_leaf(index, &line.bytes, &mut out.last_recorded) {
                 Ok(id) => {
                     out.first_recorded = out.first_recorded.or(out.last_recorded);
+                    out.ids.add(id.as_bytes(), index);
                     let hash = merkle::leaf_hash(&line.bytes);
-                    out.items
-                        .push(Checked::Leaf(CheckedLeaf { line, id, hash }));
+                    out.items.push(Checked::Leaf(CheckedLeaf { line, hash }));
                 }
                 Err(reason) => {
                     out.items.push(Checked::Problem(reason));
@@ -319,7 +337,7 @@ fn check_chunks(
 /// system time checked across their boundaries.
 fn in_log_order(
     done: mpsc::Receiver<Result<CheckedChunk, StoreError>>,
-) -> impl Iterator<Item = Result<Vec<Checked>, StoreError>> {
+) -> impl Iterator<Item = Result<(Vec<Checked>, IdDigest), StoreError>> {
     let mut waiting: std::collections::BTreeMap<u64, CheckedChunk> = Default::default();
     let mut next = 0u64;
     let mut last: Option<Timestamp> = None;
@@ -329,14 +347,17 @@ fn in_log_order(
             next += 1;
             if let (Some(prev), Some(first)) = (last, chunk.first_recorded) {
                 if first < prev {
-                    return Some(Ok(vec![Checked::Problem(format!(
-                        "entry {first_index} has recorded_at before its predecessor"
-                    ))]));
+                    return Some(Ok((
+                        vec![Checked::Problem(format!(
+                            "entry {first_index} has recorded_at before its predecessor"
+                        ))],
+                        IdDigest::default(),
+                    )));
                 }
             }
             last = chunk.last_recorded.or(last);
             first_index += chunk.items.len() as u64;
-            return Some(Ok(std::mem::take(&mut chunk.items)));
+            return Some(Ok((std::mem::take(&mut chunk.items), chunk.ids)));
         }
         match done.recv() {
             Ok(Ok(chunk)) => {
@@ -350,8 +371,8 @@ fn in_log_order(
 
 impl Store {
     /// Stage two for one leaf: where the index says it is, its hash and the
-    /// tree nodes it completes match the stored ones, and the id index maps
-    /// its id to it. `Err(Ok(reason))` is a problem, `Err(Err(e))` a failure.
+    /// tree nodes it completes match the stored ones. `Err(Ok(reason))` is
+    /// a problem, `Err(Err(e))` a failure.
     fn check_placed(
         &self,
         index: u64,
@@ -388,12 +409,35 @@ impl Store {
             };
             check_node(node, &hash, stored.as_ref().map(|h| &h[..])).map_err(Ok)?;
         }
-        match self.beside_writer() {
-            // A view has no id index to check (the writer's is checked by
-            // the writer's own verify).
-            Some(_) => Ok(()),
-            None => check_id_index(self.key_index(), index, &leaf.id).map_err(Ok),
+        Ok(())
+    }
+
+    /// The id index and the leaves disagree (their digests differ): the
+    /// first entry whose id the index does not map to it, found by looking
+    /// each id up in log order, or else what the index holds beyond the
+    /// log's ids.
+    fn first_id_problem(
+        &self,
+        expected: u64,
+        index_ids: IdDigest,
+        leaf_ids: IdDigest,
+    ) -> Result<(Option<u64>, String), StoreError> {
+        for leaf in self.leaves(0, expected) {
+            let (index, bytes) = leaf?;
+            let Ok(facts) = leaf_check::check(&bytes) else {
+                continue; // stage one passed it: cannot happen
+            };
+            if let Err(reason) = check_id_index(self.key_index(), index, &facts.id) {
+                return Ok((Some(index), reason));
+            }
         }
+        Ok((
+            None,
+            format!(
+                "the id index holds {} ids, the log {}: it maps ids the log does not hold; `annal reindex` rebuilds it",
+                index_ids.count, leaf_ids.count
+            ),
+        ))
     }
 }
 

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::index::versions::ClusterMeta;
-use crate::merkle::Hash;
+use crate::index::ClusterMark;
+use crate::merkle::{self, Hash};
 use crate::StoreError;
 
 /// The manifest's file name in the data directory.
@@ -42,29 +43,7 @@ pub(crate) struct View {
     /// The writer's process id, for messages.
     pub(crate) pid: u32,
     /// Version files of each cluster.
-    pub(crate) clusters: Vec<ViewCluster>,
-}
-
-/// One cluster's version files at the published size.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct ViewCluster {
-    pub(crate) id: String,
-    pub(crate) no: u32,
-    pub(crate) rows: u64,
-    pub(crate) objects: u32,
-    pub(crate) objects_bytes: u64,
-    pub(crate) details_bytes: u64,
-}
-
-impl ViewCluster {
-    pub(crate) fn meta(&self) -> ClusterMeta {
-        ClusterMeta {
-            rows: self.rows,
-            objects: self.objects,
-            objects_bytes: self.objects_bytes,
-            details_bytes: self.details_bytes,
-        }
-    }
+    pub(crate) clusters: Vec<ClusterMark>,
 }
 
 impl View {
@@ -73,40 +52,24 @@ impl View {
         root: &Hash,
         checkpoint: Option<String>,
         recorded_at: Option<i64>,
-        clusters: Vec<(String, u32, ClusterMeta)>,
+        clusters: Vec<ClusterMark>,
     ) -> View {
         View {
             format: FORMAT,
             size,
-            root: root.iter().map(|b| format!("{b:02x}")).collect(),
+            root: merkle::to_hex(root),
             checkpoint,
             recorded_at,
             pid: std::process::id(),
-            clusters: clusters
-                .into_iter()
-                .map(|(id, no, m)| ViewCluster {
-                    id,
-                    no,
-                    rows: m.rows,
-                    objects: m.objects,
-                    objects_bytes: m.objects_bytes,
-                    details_bytes: m.details_bytes,
-                })
-                .collect(),
+            clusters,
         }
     }
 
     /// The root at `size`.
     pub(crate) fn root(&self) -> Result<Hash, StoreError> {
-        let bad = || StoreError::Corrupt(format!("the published view's root {:?}", self.root));
-        if self.root.len() != 64 {
-            return Err(bad());
-        }
-        let mut out = [0u8; 32];
-        for (i, b) in out.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&self.root[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        Ok(out)
+        merkle::from_hex(&self.root).ok_or_else(|| {
+            StoreError::Corrupt(format!("the published view's root {:?}", self.root))
+        })
     }
 
     /// Writes the manifest for readers (a temporary file renamed over the
@@ -150,6 +113,6 @@ impl View {
         self.clusters
             .iter()
             .find(|c| c.id == cluster)
-            .map(|c| (versions.join(c.no.to_string()), c.meta()))
+            .map(|c| (versions.join(c.no.to_string()), c.lengths()))
     }
 }

@@ -5,13 +5,14 @@
 //! B-tree (sled, which held them first) rewrites a page per key on every
 //! group commit, and that copy-on-write dominated ingest; an LSM tree
 //! (fjall) writes sorted runs sequentially and answers the common
-//! question, "is this id new?", from bloom filters.
+//! question, "is this id new?", from bloom filters. The keys reach fjall
+//! in sorted runs ([`super::runs`]), not through its journal.
 
 use std::path::{Path, PathBuf};
 
 use annal_schemas::Timestamp;
-use fjall::{Keyspace, OwnedWriteBatch as WriteBatch};
 
+use super::runs::Buffered;
 use super::{index_error, Facts};
 use crate::StoreError;
 
@@ -27,17 +28,17 @@ pub enum ScanKey<'a> {
 /// The three keyspaces.
 pub(crate) struct Keys {
     path: PathBuf,
-    pub(super) ids: Keyspace,
-    pub(super) cluster_time: Keyspace,
-    pub(super) type_time: Keyspace,
+    ids: Buffered,
+    cluster_time: Buffered,
+    type_time: Buffered,
 }
 
 impl Keys {
     pub(super) fn new(
         path: &Path,
-        ids: Keyspace,
-        cluster_time: Keyspace,
-        type_time: Keyspace,
+        ids: Buffered,
+        cluster_time: Buffered,
+        type_time: Buffered,
     ) -> Keys {
         Keys {
             path: path.to_path_buf(),
@@ -47,16 +48,41 @@ impl Keys {
         }
     }
 
-    /// Adds the keys of the entry at `index` to `batch`.
-    pub(super) fn add(&self, batch: &mut WriteBatch, index: u64, id: &str, facts: &Facts) {
-        batch.insert(&self.ids, id.as_bytes(), index.to_be_bytes());
+    /// Adds the keys of the entry at `index`.
+    pub(super) fn add(&self, index: u64, id: &str, facts: &Facts) {
+        self.ids
+            .insert(id.as_bytes().to_vec(), index.to_be_bytes().to_vec());
         let cluster = facts.cluster.as_deref().unwrap_or("");
-        batch.insert(&self.cluster_time, time_key(cluster, facts.time, index), []);
-        batch.insert(
-            &self.type_time,
+        self.cluster_time
+            .insert(time_key(cluster, facts.time, index), Vec::new());
+        self.type_time.insert(
             time_key(facts.event_type.as_str(), facts.time, index),
-            [],
+            Vec::new(),
         );
+    }
+
+    /// Writes the pending keys of each index as a sorted run.
+    pub(super) fn flush(&self) -> Result<(), StoreError> {
+        for b in [&self.ids, &self.cluster_time, &self.type_time] {
+            b.flush().map_err(|e| index_error(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Bytes of keys not yet in a run.
+    pub(super) fn pending_bytes(&self) -> usize {
+        [&self.ids, &self.cluster_time, &self.type_time]
+            .iter()
+            .map(|b| b.pending_bytes())
+            .sum()
+    }
+
+    /// Empties the three indexes.
+    pub(super) fn clear(&self) -> Result<(), StoreError> {
+        for b in [&self.ids, &self.cluster_time, &self.type_time] {
+            b.clear().map_err(|e| index_error(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// The log index of the entry with envelope id `id`.
@@ -79,6 +105,24 @@ impl Keys {
             })
     }
 
+    /// The digest of every (id, log index) pair the id index holds (see
+    /// [`IdDigest`]).
+    pub(crate) fn id_digest(&self) -> Result<IdDigest, StoreError> {
+        let mut digest = IdDigest::default();
+        for kv in self.ids.all() {
+            let (id, index) = kv.map_err(|e| index_error(&self.path, e))?;
+            let index = <[u8; 8]>::try_from(&index[..]).map_err(|_| {
+                StoreError::Corrupt(format!(
+                    "{}: the id index holds a {}-byte value",
+                    self.path.display(),
+                    index.len()
+                ))
+            })?;
+            digest.add(&id, u64::from_be_bytes(index));
+        }
+        Ok(digest)
+    }
+
     /// Log indexes of entries under `key` with valid time in `[from, to)`,
     /// in (valid time, index) order.
     pub(crate) fn scan(
@@ -87,9 +131,9 @@ impl Keys {
         from: Option<Timestamp>,
         to: Option<Timestamp>,
     ) -> impl Iterator<Item = Result<u64, StoreError>> + 'static {
-        let (keyspace, prefix) = match key {
-            ScanKey::Cluster(c) => (self.cluster_time.clone(), c),
-            ScanKey::Type(t) => (self.type_time.clone(), t),
+        let (keys, prefix) = match key {
+            ScanKey::Cluster(c) => (&self.cluster_time, c),
+            ScanKey::Type(t) => (&self.type_time, t),
         };
         let mut start = prefix.as_bytes().to_vec();
         start.push(0);
@@ -105,8 +149,8 @@ impl Keys {
             }
         }
         let path = self.path.clone();
-        keyspace.range(start..end).map(move |guard| {
-            let key = guard.key().map_err(|e| index_error(&path, e))?;
+        keys.range(start, end).map(move |kv| {
+            let (key, _) = kv.map_err(|e| index_error(&path, e))?;
             key.len()
                 .checked_sub(8)
                 .and_then(|at| <[u8; 8]>::try_from(&key[at..]).ok())
@@ -118,7 +162,9 @@ impl Keys {
     /// Removes `id` from the id index (tests: a damaged index).
     #[cfg(test)]
     pub(crate) fn forget_id(&self, id: &str) -> Result<(), StoreError> {
+        self.ids.forget_pending(id.as_bytes());
         self.ids
+            .stored()
             .remove(id.as_bytes())
             .map_err(|e| index_error(&self.path, e))
     }
@@ -126,9 +172,43 @@ impl Keys {
     /// Maps `id` to `index` (tests: a damaged index).
     #[cfg(test)]
     pub(crate) fn remap_id(&self, id: &str, index: u64) -> Result<(), StoreError> {
+        self.ids.forget_pending(id.as_bytes());
         self.ids
+            .stored()
             .insert(id.as_bytes(), index.to_be_bytes())
             .map_err(|e| index_error(&self.path, e))
+    }
+}
+
+/// An order-independent digest of a set of (id, log index) pairs: their
+/// count and the wrapping sum of a 128-bit hash of each. Verify computes
+/// it over the leaves while it hashes them and compares it with the id
+/// index's, one sequential read of the index instead of a lookup per
+/// leaf; only when the two differ does it look the ids up one by one, to
+/// name the first entry that is wrong.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdDigest {
+    /// Pairs added.
+    pub count: u64,
+    sum: u128,
+}
+
+impl IdDigest {
+    /// Adds the pair (`id`, `index`).
+    pub fn add(&mut self, id: &[u8], index: u64) {
+        let mut h = blake3::Hasher::new();
+        h.update(id);
+        h.update(&index.to_be_bytes());
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&h.finalize().as_bytes()[..16]);
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(u128::from_le_bytes(first));
+    }
+
+    /// Both digests' pairs (of disjoint sets).
+    pub fn merge(&mut self, other: IdDigest) {
+        self.count += other.count;
+        self.sum = self.sum.wrapping_add(other.sum);
     }
 }
 

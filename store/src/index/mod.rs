@@ -1,65 +1,65 @@
-//! The derived indexes, one fjall database under `DATA/index/`: the key
-//! indexes ([`keys`]: ids, cluster and type time orders) and the object
-//! version index's per-object state ([`versions`], whose rows live in
-//! plain append-only files beside it).
+//! The derived indexes under `DATA/index/`: the key indexes ([`keys`]:
+//! ids, cluster and type time orders) and the object version index's
+//! per-object state ([`versions`], whose rows live in plain append-only
+//! files beside it), in one fjall database, and the [`mark`] that says
+//! what they hold.
 //!
-//! They are caches of the leaves, with one invariant: **the indexes hold
-//! exactly the entries below their watermark, and the watermark is stored
-//! with the root of the log at that size.** Each commit adds its keys, its
-//! object states, the version files' new lengths and the new watermark in
-//! one atomic fjall batch, after the commit's flush and without a sync of
-//! its own: the leaf files are the write-ahead log. Version rows are
-//! written to their files before that batch and only ever appended.
+//! They are caches of the leaves, with one invariant: **everything the
+//! mark names is on disk, and the mark is stored with the root of the log
+//! at its size.** Commits add their keys and object states to memory
+//! ([`runs`]) and their version rows to the files, without a sync: the
+//! leaf files are the write-ahead log. About once a second (and when the
+//! pending keys pass [`PENDING_BYTES`], and on close) the version files
+//! are synced, the pending keys are written as sorted runs, and then the
+//! mark moves to the log size they cover.
 //!
-//! What a crash can lose is therefore a tail: fjall recovers a prefix of
-//! its batches, and the version files hold at least what the recovered
-//! lengths say (a SIGKILL keeps everything written). A power loss can also
-//! take unsynced version bytes, so about once a second the version files
-//! are synced and that point (the *sync mark*) is recorded; an open that
-//! finds the watermark past the sync mark (the last process did not close)
-//! rewinds to the sync mark and replays the leaves from there, a second or
-//! so of ingest, never the whole log. An index that does not open, whose
-//! watermark passes the log, whose recorded root is not the log's root at
-//! that size (another ledger's index, or one left over from a restore), or
-//! whose version files are shorter than recorded, is never trusted: it is
-//! emptied and rebuilt from the leaves.
+//! What a crash loses is therefore a tail: the next open finds the mark,
+//! cuts the version files to its lengths and replays the leaves past it,
+//! a second or so of ingest, never the whole log. Keys that reached a run
+//! after the mark are written again with the same values. fjall's journal
+//! carries none of this, so an open does not replay it. An index that
+//! does not open, whose mark passes the log, whose recorded root is not
+//! the log's root at that size (another ledger's index, or one left over
+//! from a restore), or whose version files are shorter than recorded, is
+//! never trusted: it is emptied and rebuilt from the leaves.
 
 mod keys;
+pub(crate) mod mark;
+mod runs;
 pub mod versions;
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use annal_schemas::{Envelope, EventType, Timestamp};
-use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+use fjall::{Database, KeyspaceCreateOptions};
 
 use crate::merkle::Hash;
 use crate::StoreError;
 
+pub(crate) use keys::IdDigest;
 pub use keys::ScanKey;
+pub(crate) use mark::ClusterMark;
+use mark::Mark;
+use runs::Buffered;
 use versions::{ClusterVersions, NewVersion, VersionIndex};
 
-/// Key of the watermark in the `meta` keyspace: `u64be size ‖ root`.
-const WATERMARK: &[u8] = b"watermark";
-/// Key of the sync mark in `meta`: `u64be size`, a watermark at which the
-/// version files were synced.
-const SYNCED: &[u8] = b"synced";
-/// Key of the layout version in `meta`; an index of another version is
-/// rebuilt.
-const FORMAT: &[u8] = b"format";
-/// 1: keys only (object versions in sled); 2: object versions too.
-const FORMAT_VERSION: &[u8] = b"2";
+/// Keyspaces of older layouts, dropped when met: the mark and the
+/// clusters' file lengths, which layout 3 keeps in the mark file.
+const OLD_KEYSPACES: [&str; 2] = ["meta", "version_files"];
+/// Key of the layout version in the old `meta` keyspace.
+const OLD_FORMAT: &[u8] = b"format";
 
-/// Memtable bound per keyspace: what a keyspace buffers before it writes a
-/// sorted run, and so what an open replays from fjall's journal at most.
-const MEMTABLE_BYTES: u64 = 8 << 20;
-/// fjall's journal bound (its minimum, 64 MiB): past it, memtables are
-/// written out as sorted runs and the journal is started afresh.
+/// Pending keys past which a mark is written at once: what memory holds
+/// between marks, and so what ingest's memory does not grow past.
+const PENDING_BYTES: usize = 48 << 20;
+/// fjall's journal bound (its minimum, 64 MiB). Only fjall's own records
+/// (and damage the tests write) go through the journal.
 const JOURNAL_BYTES: u64 = 64 << 20;
 /// Block cache shared by the keyspaces.
 const CACHE_BYTES: u64 = 16 << 20;
-/// How often the version files are synced and the sync mark moved: the
-/// most an open after a crash replays.
+/// How often a mark is written: the most an open after a crash replays.
 const SYNC_EVERY: Duration = Duration::from_secs(1);
 
 /// What the indexes need from one event.
@@ -89,21 +89,24 @@ impl Facts {
 /// The open indexes.
 pub(crate) struct Indexes {
     path: PathBuf,
+    /// Holds the keyspaces' runs (and the directory lock).
     db: Database,
     keys: keys::Keys,
     versions: VersionIndex,
-    meta: Keyspace,
-    /// When the version files were last synced (`None`: not yet by this
-    /// process).
-    last_sync: std::sync::Mutex<Option<Instant>>,
-    /// [`SYNC_EVERY`], unless a test holds the sync mark back.
-    sync_every: std::sync::Mutex<Duration>,
+    /// What they hold: `(size, root)`, everything applied (`None`: empty).
+    current: Mutex<Option<(u64, Hash)>>,
+    /// The size at the last mark written (0 when never).
+    marked: Mutex<u64>,
+    /// When the last mark was written (`None`: not yet by this process).
+    last_sync: Mutex<Option<Instant>>,
+    /// [`SYNC_EVERY`], unless a test holds the mark back.
+    sync_every: Mutex<Duration>,
 }
 
 /// How the indexes opened.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Opened {
-    /// As left, with their watermark.
+    /// As left, with their mark.
     Existing,
     /// Created empty: none was there.
     Created,
@@ -121,28 +124,11 @@ impl Indexes {
     /// and created empty.
     pub(crate) fn open(path: &Path, versions: PathBuf) -> Result<(Indexes, Opened), StoreError> {
         let existed = path.join(FORMAT_MARKER).exists();
-        // Opened and its layout read, or not usable at all.
-        let opened = Indexes::open_at(path, versions.clone()).and_then(|index| {
-            let format = index.format()?;
-            Ok((index, format))
-        });
-        match opened {
-            Ok((index, format)) => match format {
-                Some(v) if v == FORMAT_VERSION => Ok((index, Opened::Existing)),
-                Some(other) => {
-                    index.clear()?;
-                    let found = String::from_utf8_lossy(&other).into_owned();
-                    Ok((index, Opened::Outdated(found)))
-                }
-                None if existed => {
-                    index.clear()?;
-                    Ok((index, Opened::Replaced("no layout version".into())))
-                }
-                None => {
-                    index.clear()?;
-                    Ok((index, Opened::Created))
-                }
-            },
+        match Indexes::open_at(path, versions.clone()) {
+            Ok(index) => {
+                let opened = index.take_mark(existed)?;
+                Ok((index, opened))
+            }
             Err(e) => {
                 let reason = e.to_string();
                 std::fs::remove_dir_all(path).map_err(|e| StoreError::io(path, e))?;
@@ -151,6 +137,73 @@ impl Indexes {
                 Ok((index, Opened::Replaced(reason)))
             }
         }
+    }
+
+    /// Reads the mark into memory, or empties indexes that have none
+    /// this annal can use.
+    fn take_mark(&self, existed: bool) -> Result<Opened, StoreError> {
+        if let Some(found) = self.drop_old_layout()? {
+            self.clear()?;
+            return Ok(Opened::Outdated(found));
+        }
+        match Mark::read(&self.path) {
+            Ok(Some(mark)) if mark.layout == mark::LAYOUT => match mark.root() {
+                Some(root) => {
+                    self.versions.load(&mark.clusters);
+                    *lock(&self.current) = Some((mark.size, root));
+                    *lock(&self.marked) = mark.size;
+                    Ok(Opened::Existing)
+                }
+                None => {
+                    self.clear()?;
+                    Ok(Opened::Replaced(format!(
+                        "the mark's root {:?} is not a hash",
+                        mark.root
+                    )))
+                }
+            },
+            Ok(Some(mark)) => {
+                self.clear()?;
+                Ok(Opened::Outdated(mark.layout.to_string()))
+            }
+            Ok(None) => {
+                self.clear()?;
+                Ok(if existed {
+                    Opened::Replaced("no mark".into())
+                } else {
+                    Opened::Created
+                })
+            }
+            Err(reason) => {
+                self.clear()?;
+                Ok(Opened::Replaced(reason))
+            }
+        }
+    }
+
+    /// Drops the keyspaces of layouts 1 and 2; returns the layout they
+    /// were in, if there were any.
+    fn drop_old_layout(&self) -> Result<Option<String>, StoreError> {
+        let mut found = None;
+        for name in OLD_KEYSPACES {
+            if !self.db.keyspace_exists(name) {
+                continue;
+            }
+            let ks = self
+                .db
+                .keyspace(name, KeyspaceCreateOptions::default)
+                .map_err(|e| self.error(e))?;
+            if name == "meta" {
+                let format = ks.get(OLD_FORMAT).map_err(|e| self.error(e))?;
+                found = Some(format.map_or_else(
+                    || "without a version".to_string(),
+                    |v| String::from_utf8_lossy(&v).into_owned(),
+                ));
+            }
+            found.get_or_insert_with(|| "2".to_string());
+            self.db.delete_keyspace(ks).map_err(|e| self.error(e))?;
+        }
+        Ok(found)
     }
 
     /// Opens fjall at `path`. Its recovery asserts on some malformed
@@ -177,27 +230,20 @@ impl Indexes {
     fn recover_at(path: &Path, versions: PathBuf) -> Result<Indexes, StoreError> {
         let db = Database::builder(path)
             .cache_size(CACHE_BYTES)
-            // Two cores: one worker flushes and compacts in the background.
+            // Two cores: one worker compacts the runs in the background.
             .worker_threads(1)
-            // What an open after a crash replays at most.
             .max_journaling_size(JOURNAL_BYTES)
             .open()
             .map_err(|e| index_error(path, e))?;
-        let options = || KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES);
-        let keyspace = |name: &str| db.keyspace(name, options).map_err(|e| index_error(path, e));
+        let keyspace =
+            |name: &'static str| Buffered::open(&db, name).map_err(|e| index_error(path, e));
         let keys = keys::Keys::new(
             path,
             keyspace("ids")?,
             keyspace("cluster_time")?,
             keyspace("type_time")?,
         );
-        let versions = VersionIndex::new(
-            path,
-            versions,
-            keyspace("objects")?,
-            keyspace("version_files")?,
-        );
-        let meta = keyspace("meta")?;
+        let versions = VersionIndex::new(path, versions, keyspace("objects")?);
         let marker = path.join(FORMAT_MARKER);
         if !marker.exists() {
             std::fs::write(&marker, b"annal indexes\n").map_err(|e| StoreError::io(&marker, e))?;
@@ -207,56 +253,23 @@ impl Indexes {
             db,
             keys,
             versions,
-            meta,
-            last_sync: std::sync::Mutex::new(None),
-            sync_every: std::sync::Mutex::new(SYNC_EVERY),
+            current: Mutex::new(None),
+            marked: Mutex::new(0),
+            last_sync: Mutex::new(None),
+            sync_every: Mutex::new(SYNC_EVERY),
         })
-    }
-
-    fn format(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .meta
-            .get(FORMAT)
-            .map_err(|e| self.error(e))?
-            .map(|v| v.to_vec()))
     }
 
     /// The log size the indexes cover and the root the log had then
     /// (`None`: empty indexes, never written).
     pub(crate) fn watermark(&self) -> Result<Option<(u64, Hash)>, StoreError> {
-        let Some(v) = self.meta.get(WATERMARK).map_err(|e| self.error(e))? else {
-            return Ok(None);
-        };
-        let size = v
-            .get(..8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_be_bytes);
-        let root = v.get(8..40).and_then(|b| <[u8; 32]>::try_from(b).ok());
-        match (size, root) {
-            (Some(size), Some(root)) => Ok(Some((size, root))),
-            _ => Err(StoreError::Corrupt(format!(
-                "{}: the index watermark has {} bytes, not 40",
-                self.path.display(),
-                v.len()
-            ))),
-        }
+        Ok(*lock(&self.current))
     }
 
-    /// The sync mark: the watermark at which the version files were last
-    /// synced (0 when never).
+    /// The size at the last mark: what an open after a crash would find.
+    #[cfg(test)]
     pub(crate) fn synced(&self) -> Result<u64, StoreError> {
-        let Some(v) = self.meta.get(SYNCED).map_err(|e| self.error(e))? else {
-            return Ok(0);
-        };
-        <[u8; 8]>::try_from(&v[..])
-            .map(u64::from_be_bytes)
-            .map_err(|_| {
-                StoreError::Corrupt(format!(
-                    "{}: the index sync mark has {} bytes, not 8",
-                    self.path.display(),
-                    v.len()
-                ))
-            })
+        Ok(*lock(&self.marked))
     }
 
     /// Why the version files cannot be trusted (one is shorter than the
@@ -265,16 +278,9 @@ impl Indexes {
         self.versions.damaged()
     }
 
-    /// Goes back to the sync mark `to` (where the log's root is `root`):
-    /// the version files' lengths return to those synced there, and the
-    /// watermark with them, so the leaves from `to` on are replayed. Keys
-    /// replayed a second time are written again with the same values.
-    pub(crate) fn rewind(&self, to: u64, root: Hash) -> Result<(), StoreError> {
-        let mut batch = self.db.batch();
-        self.versions.rewind(&mut batch)?;
-        batch.insert(&self.meta, WATERMARK, watermark(to, &root));
-        batch.commit().map_err(|e| self.error(e))?;
-        Ok(())
+    /// The digest of every (id, index) pair in the id index.
+    pub(crate) fn id_digest(&self) -> Result<IdDigest, StoreError> {
+        self.keys.id_digest()
     }
 
     /// The log index of the entry with envelope id `id`.
@@ -293,95 +299,74 @@ impl Indexes {
         self.keys.scan(key, from, to)
     }
 
-    /// Adds the entries at `first..` (their ids and facts) and moves the
-    /// watermark to the end of them, where the log's root is `root`: one
-    /// atomic batch. About once a second, the version files are synced
-    /// and the sync mark follows.
+    /// Adds the entries at `first..` (their ids and facts), which now
+    /// cover the log up to the end of them, where its root is `root`.
+    /// About once a second, a mark is written.
     pub(crate) fn apply<'a>(
         &self,
         first: u64,
         entries: impl IntoIterator<Item = (&'a str, &'a Facts)>,
         root: Hash,
     ) -> Result<u64, StoreError> {
-        let mut batch = self.db.batch();
         let mut upto = first;
         let mut versions = Vec::new();
         for (id, facts) in entries {
-            self.keys.add(&mut batch, upto, id, facts);
+            self.keys.add(upto, id, facts);
             if let Some(v) = &facts.version {
                 versions.push((upto, v));
             }
             upto += 1;
         }
-        let result = self.versions.add(&mut batch, versions).and_then(|()| {
-            batch.insert(&self.meta, WATERMARK, watermark(upto, &root));
-            batch.insert(&self.meta, FORMAT, FORMAT_VERSION);
-            batch.commit().map_err(|e| self.error(e))
-        });
-        if let Err(e) = result {
-            // The files may hold bytes the batch never recorded: they are
-            // cut back to the recorded lengths when next opened.
+        if let Err(e) = self.versions.add(versions) {
+            // The files may hold bytes past the committed lengths: they
+            // are cut back when next opened.
             self.versions.forget_open_files();
             return Err(e);
         }
-        let every = *self.sync_every.lock().unwrap_or_else(|p| p.into_inner());
-        let due = self
-            .last_sync
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none_or(|t| t.elapsed() >= every);
+        *lock(&self.current) = Some((upto, root));
+        let every = *lock(&self.sync_every);
+        let due = lock(&self.last_sync).is_none_or(|t| t.elapsed() >= every)
+            || self.keys.pending_bytes() + self.versions.pending_bytes() > PENDING_BYTES;
         if due {
-            self.sync(upto)?;
+            self.mark(upto, root)?;
         }
         Ok(upto)
     }
 
-    /// Syncs the version files and records `mark` (the current watermark)
-    /// as the sync mark, durably.
-    fn sync(&self, mark: u64) -> Result<(), StoreError> {
-        let mut last = self.last_sync.lock().unwrap_or_else(|p| p.into_inner());
-        let mut batch = self.db.batch();
-        self.versions.sync(&mut batch)?;
-        batch.insert(&self.meta, SYNCED, mark.to_be_bytes());
-        batch.commit().map_err(|e| self.error(e))?;
-        self.persist()?;
-        *last = Some(Instant::now());
+    /// Makes what the indexes hold at `size` (root `root`) durable: the
+    /// version files synced, the pending keys written as runs, then the
+    /// mark.
+    fn mark(&self, size: u64, root: Hash) -> Result<(), StoreError> {
+        let clusters = self.versions.sync()?;
+        self.keys.flush()?;
+        self.versions.flush_states()?;
+        Mark::new(size, &root, clusters).write(&self.path)?;
+        *lock(&self.marked) = size;
+        *lock(&self.last_sync) = Some(Instant::now());
         Ok(())
     }
 
-    /// Syncs at the current watermark (a clean close: the next open
-    /// replays no leaves). fjall still replays its journal on the next
-    /// open (up to [`JOURNAL_BYTES`]); writing the memtables out here
-    /// would spare that, but fjall offers it only as a test hook
-    /// (`rotate_memtable_and_wait`), which was seen to wait forever.
+    /// Writes a mark at what the indexes hold (a clean close: the next
+    /// open replays nothing, and fjall has no journal of ours to replay).
     pub(crate) fn close(&self) -> Result<(), StoreError> {
-        if let Some((mark, _)) = self.watermark()? {
-            if self.synced()? != mark {
-                self.sync(mark)?;
+        let current = *lock(&self.current);
+        if let Some((size, root)) = current {
+            let pending = self.keys.pending_bytes() + self.versions.pending_bytes();
+            if *lock(&self.marked) != size || pending > 0 {
+                self.mark(size, root)?;
             }
         }
         Ok(())
     }
 
-    /// Empties every index (the watermark and the version files go too).
+    /// Empties every index (the mark and the version files go too).
     pub(crate) fn clear(&self) -> Result<(), StoreError> {
-        for ks in [
-            &self.keys.ids,
-            &self.keys.cluster_time,
-            &self.keys.type_time,
-            &self.meta,
-        ] {
-            ks.clear().map_err(|e| self.error(e))?;
-        }
-        self.versions.clear()
-    }
-
-    /// Writes the indexes' journal to disk: not needed for correctness
-    /// (the leaves are the log), only so that the next open replays less.
-    pub(crate) fn persist(&self) -> Result<(), StoreError> {
-        self.db
-            .persist(fjall::PersistMode::SyncData)
-            .map_err(|e| self.error(e))
+        self.keys.clear()?;
+        self.versions.clear()?;
+        Mark::remove(&self.path)?;
+        *lock(&self.current) = None;
+        *lock(&self.marked) = 0;
+        Ok(())
     }
 
     /// Cluster ids with object versions, sorted.
@@ -390,9 +375,7 @@ impl Indexes {
     }
 
     /// Every cluster's version files (for the published view).
-    pub(crate) fn version_files(
-        &self,
-    ) -> Result<Vec<(String, u32, versions::ClusterMeta)>, StoreError> {
+    pub(crate) fn version_files(&self) -> Vec<ClusterMark> {
         self.versions.snapshot()
     }
 
@@ -404,11 +387,11 @@ impl Indexes {
         self.versions.cluster(cluster)
     }
 
-    /// Moves the sync mark only on close from now on (tests: the files
-    /// as a crash leaves them).
+    /// Moves the mark only on close from now on (tests: the indexes as a
+    /// crash leaves them).
     #[cfg(test)]
     pub(crate) fn hold_sync_mark(&self) {
-        *self.sync_every.lock().unwrap_or_else(|p| p.into_inner()) = Duration::MAX;
+        *lock(&self.sync_every) = Duration::MAX;
     }
 
     /// The key indexes (tests damage them).
@@ -426,16 +409,21 @@ impl Indexes {
 /// recognises is known to have held annal's indexes.
 const FORMAT_MARKER: &str = "ANNAL-KEY-INDEX";
 
-fn watermark(size: u64, root: &Hash) -> Vec<u8> {
-    let mut mark = Vec::with_capacity(40);
-    mark.extend_from_slice(&size.to_be_bytes());
-    mark.extend_from_slice(root);
-    mark
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A fjall error as the store's: I/O and the like as they are, anything
+/// that says the bytes are not what fjall wrote as damage (rebuilt).
 fn index_error(path: &Path, e: fjall::Error) -> StoreError {
-    StoreError::Index {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
+    let path = path.to_path_buf();
+    let reason = e.to_string();
+    match e {
+        fjall::Error::Io(_)
+        | fjall::Error::Poisoned
+        | fjall::Error::Locked
+        | fjall::Error::KeyspaceDeleted
+        | fjall::Error::Storage(fjall::LsmError::Io(_)) => StoreError::Index { path, reason },
+        _ => StoreError::IndexDamaged { path, reason },
     }
 }

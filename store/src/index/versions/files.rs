@@ -10,43 +10,15 @@ use super::row::{self, VersionRow, WIDTH};
 use super::ObjectName;
 use crate::StoreError;
 
-/// The committed lengths of a cluster's files, recorded in the index batch
-/// with the watermark: bytes past them belong to an apply that never
-/// committed, and are cut off when the files are next opened for writing.
+/// The committed lengths of a cluster's files, recorded with each mark:
+/// bytes past a mark's lengths belong to entries the next open replays,
+/// and are cut off when the files are next opened for writing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ClusterMeta {
     pub(crate) rows: u64,
     pub(crate) objects: u32,
     pub(crate) objects_bytes: u64,
     pub(crate) details_bytes: u64,
-}
-
-impl ClusterMeta {
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(28);
-        out.extend_from_slice(&self.rows.to_be_bytes());
-        out.extend_from_slice(&self.objects.to_be_bytes());
-        out.extend_from_slice(&self.objects_bytes.to_be_bytes());
-        out.extend_from_slice(&self.details_bytes.to_be_bytes());
-        out
-    }
-
-    pub(crate) fn decode(b: &[u8]) -> Result<ClusterMeta, StoreError> {
-        if b.len() != 28 {
-            return Err(StoreError::Corrupt("bad version index meta".into()));
-        }
-        let u64_at = |at: usize| {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(&b[at..at + 8]);
-            u64::from_be_bytes(x)
-        };
-        Ok(ClusterMeta {
-            rows: u64_at(0),
-            objects: u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
-            objects_bytes: u64_at(12),
-            details_bytes: u64_at(20),
-        })
-    }
 }
 
 /// A file that names itself in its errors.

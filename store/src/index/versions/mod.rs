@@ -18,31 +18,32 @@
 //! objects  length-prefixed object names; the object id is the ordinal
 //! ```
 //!
-//! The index database (see [`crate::index`]) holds the rest, written in
-//! each commit's batch: the cluster numbers and each cluster's committed
-//! file lengths (keyspace `version_files`), and per object its id and last
-//! details record (keyspace `objects`: one read per new version, one write
+//! The cluster numbers and each cluster's committed file lengths are held
+//! in memory and written with every mark (see [`crate::index::mark`]);
+//! per object, its id and last details record live in the `objects`
+//! keyspace, written in sorted runs (one read per new version, one write
 //! per object per batch). Rows are scanned as a whole: an as-of question
 //! reads a few 8-byte columns per version and touches details only for the
 //! answer.
 //!
-//! After a rewind to the sync mark, an object's stored state may name an
-//! id or details record past the files' lengths (written after the mark,
-//! replayed now): such a state is not trusted, and the replay allocates
-//! the same id again (ids follow first appearance in log order).
+//! After a crash, an object's stored state may name an id or details
+//! record past the lengths at the mark (a run registered after it, whose
+//! entries are replayed now): such a state is not trusted, and the replay
+//! allocates the same id again (ids follow first appearance in log
+//! order).
 
 mod details;
 mod files;
 mod row;
 mod source;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
-use fjall::{Keyspace, OwnedWriteBatch as WriteBatch};
-
 use super::index_error;
+use super::mark::ClusterMark;
+use super::runs::Buffered;
 use crate::StoreError;
 
 pub use details::VersionDetails;
@@ -52,12 +53,6 @@ use files::ClusterFiles;
 pub(crate) use files::ClusterMeta;
 pub(crate) use source::NewVersion;
 
-/// `'C' ‖ cluster id` → the cluster's number (u32be).
-const CLUSTER_PREFIX: u8 = b'C';
-/// `'N' ‖ number` → the committed lengths of its files.
-const META_PREFIX: u8 = b'N';
-/// `'S' ‖ number` → the lengths synced at the sync mark.
-const SYNCED_PREFIX: u8 = b'S';
 /// An object state with no details record yet.
 const NO_DETAILS: u64 = u64::MAX;
 
@@ -140,56 +135,75 @@ impl ClusterVersions {
     }
 }
 
-/// The version index: per-cluster files, and its state in two keyspaces
-/// of the index database.
+/// The version index: per-cluster files, the clusters' lengths, and the
+/// object states.
 pub(crate) struct VersionIndex {
     path: PathBuf,
     dir: PathBuf,
-    objects: Keyspace,
-    files: Keyspace,
+    objects: Buffered,
     writer: Mutex<Writer>,
+    catalog: RwLock<Catalog>,
     /// Readers share it while they copy a cluster; [`VersionIndex::clear`]
     /// takes it alone, so no reader sees files vanish under it.
     readers: RwLock<()>,
 }
 
+/// The files the writer has open.
 #[derive(Default)]
 struct Writer {
     open: HashMap<u32, ClusterFiles>,
-    /// Cluster id → number, as stored under `C` keys.
-    numbers: HashMap<String, u32>,
-    /// The number the next new cluster gets (counted on first use).
-    next: Option<u32>,
+}
+
+/// Which clusters have files, and how long those are.
+#[derive(Default)]
+struct Catalog {
+    /// Cluster id → number (numbers count up from 0 in order of first use).
+    numbers: BTreeMap<String, u32>,
+    /// Committed lengths, by number.
+    committed: HashMap<u32, ClusterMeta>,
+    /// Lengths synced to disk, by number.
+    synced: HashMap<u32, ClusterMeta>,
 }
 
 impl VersionIndex {
-    pub(crate) fn new(path: &Path, dir: PathBuf, objects: Keyspace, files: Keyspace) -> Self {
+    pub(crate) fn new(path: &Path, dir: PathBuf, objects: Buffered) -> Self {
         VersionIndex {
             path: path.to_path_buf(),
             dir,
             objects,
-            files,
             writer: Mutex::new(Writer::default()),
+            catalog: RwLock::new(Catalog::default()),
             readers: RwLock::new(()),
         }
     }
 
-    /// Empties the index: its keyspaces and files.
+    /// Takes the clusters and lengths a mark recorded (at open).
+    pub(crate) fn load(&self, clusters: &[ClusterMark]) {
+        let mut c = self.catalog_mut();
+        *c = Catalog::default();
+        for m in clusters {
+            c.numbers.insert(m.id.clone(), m.no);
+            c.committed.insert(m.no, m.lengths());
+            c.synced.insert(m.no, m.lengths());
+        }
+        *self.lock() = Writer::default();
+    }
+
+    /// Empties the index: its keyspace and files.
     pub(crate) fn clear(&self) -> Result<(), StoreError> {
         let _alone = self.readers.write().unwrap_or_else(|p| p.into_inner());
         *self.lock() = Writer::default();
-        for ks in [&self.objects, &self.files] {
-            ks.clear().map_err(|e| self.error(e))?;
-        }
+        *self.catalog_mut() = Catalog::default();
+        self.objects.clear().map_err(|e| self.error(e))?;
         if self.dir.exists() {
             std::fs::remove_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         }
         Ok(())
     }
 
-    /// Drops the open files (after a batch that did not commit: they are
-    /// reopened, cut to the recorded lengths). Their unsynced bytes below
-    /// those lengths are synced first, so no later sync mark can pass
+    /// Drops the open files (after a batch that did not complete: they
+    /// are reopened, cut to the committed lengths). Their unsynced bytes
+    /// below those lengths are synced first, so no later mark can pass
     /// them.
     pub(crate) fn forget_open_files(&self) {
         let mut w = self.lock();
@@ -199,33 +213,30 @@ impl VersionIndex {
         *w = Writer::default();
     }
 
-    /// Adds `versions` (each with its log index) to `batch`: the rows,
-    /// details and names go to the files now, the new lengths and object
-    /// states into the batch.
-    pub(crate) fn add(
-        &self,
-        batch: &mut WriteBatch,
-        versions: Vec<(u64, &NewVersion)>,
-    ) -> Result<(), StoreError> {
+    /// Adds `versions` (each with its log index): the rows, details and
+    /// names go to the files, then the new lengths and object states are
+    /// taken, all or none.
+    pub(crate) fn add(&self, versions: Vec<(u64, &NewVersion)>) -> Result<(), StoreError> {
         if versions.is_empty() {
             return Ok(());
         }
         let mut w = self.lock();
-        let Writer {
-            open,
-            numbers,
-            next,
-        } = &mut *w;
+        let (mut numbers, committed) = {
+            let c = self.catalog();
+            (c.numbers.clone(), c.committed.clone())
+        };
+        let known = numbers.len();
         // Object states change many times in a batch: they are kept here
         // and written once.
         let mut states: HashMap<Vec<u8>, ObjectState> = HashMap::new();
         let mut touched = Vec::new();
         for (index, v) in versions {
-            let no = self.cluster_number(batch, numbers, next, &v.cluster)?;
-            let files = match open.entry(no) {
+            let next = numbers.len() as u32;
+            let no = *numbers.entry(v.cluster.clone()).or_insert(next);
+            let files = match w.open.entry(no) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    let meta = self.meta(META_PREFIX, no)?.unwrap_or_default();
+                    let meta = committed.get(&no).copied().unwrap_or_default();
                     slot.insert(ClusterFiles::open(&self.cluster_dir(no), meta)?)
                 }
             };
@@ -270,54 +281,59 @@ impl VersionIndex {
                 touched.push(no);
             }
         }
+        let mut lengths = Vec::with_capacity(touched.len());
         for no in touched {
-            if let Some(files) = open.get_mut(&no) {
-                let meta = files.write()?;
-                batch.insert(&self.files, meta_key(META_PREFIX, no), meta.encode());
+            if let Some(files) = w.open.get_mut(&no) {
+                lengths.push((no, files.write()?));
             }
         }
+        {
+            let mut c = self.catalog_mut();
+            if numbers.len() > known {
+                c.numbers = numbers;
+            }
+            c.committed.extend(lengths);
+        }
         for (key, state) in states {
-            batch.insert(&self.objects, key, state.encode());
+            self.objects.insert(key, state.encode());
         }
         Ok(())
     }
 
-    /// Syncs every cluster's files whose committed lengths are not yet
-    /// the synced ones, and records them as synced in `batch`.
-    pub(crate) fn sync(&self, batch: &mut WriteBatch) -> Result<(), StoreError> {
+    /// Syncs every cluster's files written since their last sync; returns
+    /// every cluster with the lengths now on disk, for the mark.
+    pub(crate) fn sync(&self) -> Result<Vec<ClusterMark>, StoreError> {
         let mut w = self.lock();
-        for (no, meta) in self.metas(META_PREFIX)? {
-            if self.meta(SYNCED_PREFIX, no)? == Some(meta) {
+        let committed = self.catalog().committed.clone();
+        for (no, meta) in &committed {
+            if self.catalog().synced.get(no) == Some(meta) {
                 continue;
             }
-            match w.open.get_mut(&no) {
+            match w.open.get_mut(no) {
                 Some(files) => {
                     files.sync()?;
                 }
-                None => files::sync_paths(&self.cluster_dir(no))?,
+                None => files::sync_paths(&self.cluster_dir(*no))?,
             }
-            batch.insert(&self.files, meta_key(SYNCED_PREFIX, no), meta.encode());
+            self.catalog_mut().synced.insert(*no, *meta);
         }
-        Ok(())
+        Ok(self.snapshot())
     }
 
-    /// Puts every cluster's committed lengths back to the synced ones (see
-    /// [`crate::index::Indexes::rewind`]).
-    pub(crate) fn rewind(&self, batch: &mut WriteBatch) -> Result<(), StoreError> {
-        *self.lock() = Writer::default();
-        for (no, meta) in self.metas(META_PREFIX)? {
-            let synced = self.meta(SYNCED_PREFIX, no)?.unwrap_or_default();
-            if synced != meta {
-                batch.insert(&self.files, meta_key(META_PREFIX, no), synced.encode());
-            }
-        }
-        Ok(())
+    /// Writes the object states as a sorted run.
+    pub(crate) fn flush_states(&self) -> Result<(), StoreError> {
+        self.objects.flush().map_err(|e| self.error(e))
     }
 
-    /// A file shorter than its recorded length, if any (the reason).
+    /// Bytes of object states not yet in a run.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.objects.pending_bytes()
+    }
+
+    /// A file shorter than its committed length, if any (the reason).
     pub(crate) fn damaged(&self) -> Result<Option<String>, StoreError> {
-        for (no, meta) in self.metas(META_PREFIX)? {
-            if let Some(reason) = files::short_file(&self.cluster_dir(no), &meta) {
+        for (no, meta) in &self.catalog().committed {
+            if let Some(reason) = files::short_file(&self.cluster_dir(*no), meta) {
                 return Ok(Some(reason));
             }
         }
@@ -326,99 +342,50 @@ impl VersionIndex {
 
     /// Cluster ids that have versions, sorted.
     pub(crate) fn clusters(&self) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
-        for guard in self.files.prefix([CLUSTER_PREFIX]) {
-            let key = guard.key().map_err(|e| self.error(e))?;
-            out.push(String::from_utf8_lossy(&key[1..]).into_owned());
-        }
-        Ok(out)
+        Ok(self.catalog().numbers.keys().cloned().collect())
     }
 
     /// A copy of one cluster's versions (`None`: the cluster has none).
     pub(crate) fn cluster(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
         let _shared = self.readers.read().unwrap_or_else(|p| p.into_inner());
-        let Some(no) = self
-            .files
-            .get(cluster_key(cluster))
-            .map_err(|e| self.error(e))?
-        else {
-            return Ok(None);
+        let found = {
+            let c = self.catalog();
+            c.numbers
+                .get(cluster)
+                .and_then(|no| c.committed.get(no).map(|m| (*no, *m)))
         };
-        let no = u32_value(&no)?;
-        let Some(meta) = self.meta(META_PREFIX, no)? else {
+        let Some((no, meta)) = found else {
             return Ok(None);
         };
         read_cluster(&self.cluster_dir(no), cluster, &meta).map(Some)
     }
 
     /// Every cluster with its number and committed lengths (what a view
-    /// of the ledger needs to read the files).
-    pub(crate) fn snapshot(&self) -> Result<Vec<(String, u32, ClusterMeta)>, StoreError> {
-        let metas: HashMap<u32, ClusterMeta> = self.metas(META_PREFIX)?.into_iter().collect();
-        let mut out = Vec::new();
-        for guard in self.files.prefix([CLUSTER_PREFIX]) {
-            let (k, v) = guard.into_inner().map_err(|e| self.error(e))?;
-            let no = u32_value(&v)?;
-            let id = String::from_utf8_lossy(&k[1..]).into_owned();
-            out.push((id, no, metas.get(&no).copied().unwrap_or_default()));
-        }
-        Ok(out)
+    /// of the ledger, or a mark, needs to read the files).
+    pub(crate) fn snapshot(&self) -> Vec<ClusterMark> {
+        let c = self.catalog();
+        c.numbers
+            .iter()
+            .map(|(id, no)| {
+                ClusterMark::new(id, *no, &c.committed.get(no).copied().unwrap_or_default())
+            })
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
         self.writer.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.catalog.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn catalog_mut(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
+        self.catalog.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn cluster_dir(&self, no: u32) -> PathBuf {
         self.dir.join(no.to_string())
-    }
-
-    fn cluster_number(
-        &self,
-        batch: &mut WriteBatch,
-        numbers: &mut HashMap<String, u32>,
-        next: &mut Option<u32>,
-        cluster: &str,
-    ) -> Result<u32, StoreError> {
-        if let Some(no) = numbers.get(cluster) {
-            return Ok(*no);
-        }
-        let no = match self
-            .files
-            .get(cluster_key(cluster))
-            .map_err(|e| self.error(e))?
-        {
-            Some(no) => u32_value(&no)?,
-            None => {
-                let no = match next {
-                    Some(n) => *n,
-                    None => self.files.prefix([CLUSTER_PREFIX]).count() as u32,
-                };
-                *next = Some(no + 1);
-                batch.insert(&self.files, cluster_key(cluster), no.to_be_bytes());
-                no
-            }
-        };
-        numbers.insert(cluster.to_string(), no);
-        Ok(no)
-    }
-
-    fn meta(&self, prefix: u8, no: u32) -> Result<Option<ClusterMeta>, StoreError> {
-        self.files
-            .get(meta_key(prefix, no))
-            .map_err(|e| self.error(e))?
-            .map(|v| ClusterMeta::decode(&v))
-            .transpose()
-    }
-
-    /// Every cluster's lengths under `prefix`, by number.
-    fn metas(&self, prefix: u8) -> Result<Vec<(u32, ClusterMeta)>, StoreError> {
-        let mut out = Vec::new();
-        for guard in self.files.prefix([prefix]) {
-            let (k, v) = guard.into_inner().map_err(|e| self.error(e))?;
-            out.push((u32_value(&k[1..])?, ClusterMeta::decode(&v)?));
-        }
-        Ok(out)
     }
 
     fn error(&self, e: fjall::Error) -> StoreError {
@@ -500,18 +467,6 @@ fn encode_details(v: &NewVersion) -> (Vec<u8>, [u8; 16]) {
     let mut hash = [0u8; 16];
     hash.copy_from_slice(&blake3::hash(&encoded).as_bytes()[..16]);
     (encoded, hash)
-}
-
-fn cluster_key(cluster: &str) -> Vec<u8> {
-    let mut k = vec![CLUSTER_PREFIX];
-    k.extend_from_slice(cluster.as_bytes());
-    k
-}
-
-fn meta_key(prefix: u8, no: u32) -> Vec<u8> {
-    let mut k = vec![prefix];
-    k.extend_from_slice(&no.to_be_bytes());
-    k
 }
 
 fn object_key(no: u32, name: &ObjectName) -> Vec<u8> {
