@@ -45,8 +45,8 @@ use mark::Mark;
 use runs::Buffered;
 use versions::{ClusterVersions, NewVersion, VersionIndex};
 
-/// Keyspaces of older layouts, dropped when met: the mark and the
-/// clusters' file lengths, which layout 3 keeps in the mark file.
+/// Keyspaces only older layouts have: the mark and the clusters' file
+/// lengths, which layout 3 keeps in the mark file.
 const OLD_KEYSPACES: [&str; 2] = ["meta", "version_files"];
 /// Key of the layout version in the old `meta` keyspace.
 const OLD_FORMAT: &[u8] = b"format";
@@ -124,28 +124,27 @@ impl Indexes {
     /// and created empty.
     pub(crate) fn open(path: &Path, versions: PathBuf) -> Result<(Indexes, Opened), StoreError> {
         let existed = path.join(FORMAT_MARKER).exists();
-        match Indexes::open_at(path, versions.clone()) {
-            Ok(index) => {
-                let opened = index.take_mark(existed)?;
-                Ok((index, opened))
-            }
-            Err(e) => {
-                let reason = e.to_string();
-                std::fs::remove_dir_all(path).map_err(|e| StoreError::io(path, e))?;
-                let index = Indexes::open_at(path, versions)?;
-                index.clear()?;
-                Ok((index, Opened::Replaced(reason)))
-            }
-        }
+        let replaced = match Indexes::open_at(path, versions.clone()) {
+            Ok(index) => match index.old_layout()? {
+                None => {
+                    let opened = index.take_mark(existed)?;
+                    return Ok((index, opened));
+                }
+                // Rebuilt in a fresh directory: fjall would go on
+                // replaying the old layout's journal on every open.
+                Some(found) => Opened::Outdated(found),
+            },
+            Err(e) => Opened::Replaced(e.to_string()),
+        };
+        std::fs::remove_dir_all(path).map_err(|e| StoreError::io(path, e))?;
+        let index = Indexes::open_at(path, versions)?;
+        index.clear()?;
+        Ok((index, replaced))
     }
 
     /// Reads the mark into memory, or empties indexes that have none
     /// this annal can use.
     fn take_mark(&self, existed: bool) -> Result<Opened, StoreError> {
-        if let Some(found) = self.drop_old_layout()? {
-            self.clear()?;
-            return Ok(Opened::Outdated(found));
-        }
         match Mark::read(&self.path) {
             Ok(Some(mark)) if mark.layout == mark::LAYOUT => match mark.root() {
                 Some(root) => {
@@ -181,29 +180,24 @@ impl Indexes {
         }
     }
 
-    /// Drops the keyspaces of layouts 1 and 2; returns the layout they
-    /// were in, if there were any.
-    fn drop_old_layout(&self) -> Result<Option<String>, StoreError> {
-        let mut found = None;
-        for name in OLD_KEYSPACES {
-            if !self.db.keyspace_exists(name) {
-                continue;
-            }
-            let ks = self
-                .db
-                .keyspace(name, KeyspaceCreateOptions::default)
-                .map_err(|e| self.error(e))?;
-            if name == "meta" {
-                let format = ks.get(OLD_FORMAT).map_err(|e| self.error(e))?;
-                found = Some(format.map_or_else(
-                    || "without a version".to_string(),
-                    |v| String::from_utf8_lossy(&v).into_owned(),
-                ));
-            }
-            found.get_or_insert_with(|| "2".to_string());
-            self.db.delete_keyspace(ks).map_err(|e| self.error(e))?;
+    /// The layout of indexes written by an older annal (1 or 2, which
+    /// kept their mark in a `meta` keyspace), if these are.
+    fn old_layout(&self) -> Result<Option<String>, StoreError> {
+        if !OLD_KEYSPACES.iter().any(|name| self.db.keyspace_exists(name)) {
+            return Ok(None);
         }
-        Ok(found)
+        let format = match self.db.keyspace_exists("meta") {
+            true => self
+                .db
+                .keyspace("meta", KeyspaceCreateOptions::default)
+                .and_then(|meta| meta.get(OLD_FORMAT))
+                .map_err(|e| self.error(e))?,
+            false => None,
+        };
+        Ok(Some(format.map_or_else(
+            || "2".to_string(),
+            |v| String::from_utf8_lossy(&v).into_owned(),
+        )))
     }
 
     /// Opens fjall at `path`. Its recovery asserts on some malformed
