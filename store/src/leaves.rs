@@ -139,6 +139,7 @@ impl Segments {
             pending: segments.into_iter().rev().collect(),
             current: None,
             first_offset: offset,
+            scratch: Vec::with_capacity(4096),
         })
     }
 
@@ -194,6 +195,9 @@ pub(crate) struct LineStream {
     pending: Vec<u64>,
     current: Option<(u64, u64, BufReader<File>)>,
     first_offset: u64,
+    /// Where a line is read before it is copied out at its exact size
+    /// (read straight into a new vector, a line grew it eight times).
+    scratch: Vec<u8>,
 }
 
 impl Iterator for LineStream {
@@ -215,18 +219,16 @@ impl Iterator for LineStream {
                 self.current = Some((segment, offset, BufReader::with_capacity(1 << 20, file)));
             }
             let (segment, offset, reader) = self.current.as_mut()?;
-            let mut bytes = Vec::new();
-            match reader.read_until(b'\n', &mut bytes) {
+            self.scratch.clear();
+            match reader.read_until(b'\n', &mut self.scratch) {
                 Ok(0) => {
                     self.current = None;
                 }
                 Ok(n) => {
                     let at = *offset;
                     *offset += n as u64;
-                    let terminated = bytes.last() == Some(&b'\n');
-                    if terminated {
-                        bytes.pop();
-                    }
+                    let terminated = self.scratch.last() == Some(&b'\n');
+                    let bytes = self.scratch[..n - usize::from(terminated)].to_vec();
                     return Some(Ok(Line {
                         segment: *segment,
                         offset: at,
