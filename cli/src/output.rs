@@ -183,12 +183,9 @@ impl<'a> RowStream<'a> {
                     .map_err(io::Error::other)?;
                 // Indented one level, as the element of a pretty array.
                 let mut indented = Vec::with_capacity(text.len() + 64);
-                indented.extend_from_slice(b"  ");
-                for b in text {
-                    indented.push(b);
-                    if b == b'\n' {
-                        indented.extend_from_slice(b"  ");
-                    }
+                for line in text.split_inclusive(|b| *b == b'\n') {
+                    indented.extend_from_slice(b"  ");
+                    indented.extend_from_slice(line);
                 }
                 self.out.write_all(&indented)
             }

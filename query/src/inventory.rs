@@ -130,24 +130,43 @@ impl InventoryRow {
     /// The row as a JSON object with [`InventoryRow::COLUMNS`] (empty uid
     /// and resourceVersion as null).
     pub fn to_json(&self) -> serde_json::Value {
-        let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        serde_json::json!({
-            "cluster": self.cluster,
-            "group": self.object.group,
-            "version": self.version,
-            "kind": self.object.kind,
-            "namespace": self.object.namespace,
-            "name": self.object.name,
-            "uid": text(&self.uid),
-            "resource_version": text(&self.resource_version),
-            "owner": self.owner,
-            "owner_kind": self.owner_kind.map(|m| m.as_str()),
-            "claims": self.claims,
-            "conflict": self.conflict,
-            "tracking_mismatch": self.tracking_mismatch,
-            "managers": self.managers,
-            "valid_from": self.valid_from.to_string(),
-        })
+        let map = Self::COLUMNS
+            .iter()
+            .map(|c| c.to_string())
+            .zip(self.cells())
+            .collect();
+        serde_json::Value::Object(map)
+    }
+
+    /// The row's values in [`InventoryRow::COLUMNS`] order (what a table
+    /// or a streamed document prints, without building an object first).
+    pub fn cells(&self) -> Vec<serde_json::Value> {
+        use serde_json::Value;
+        let text = |s: &str| match s {
+            "" => Value::Null,
+            s => Value::String(s.to_string()),
+        };
+        let strings = |v: &[String]| Value::Array(v.iter().cloned().map(Value::String).collect());
+        vec![
+            Value::String(self.cluster.clone()),
+            Value::String(self.object.group.clone()),
+            Value::String(self.version.clone()),
+            Value::String(self.object.kind.clone()),
+            Value::String(self.object.namespace.clone()),
+            Value::String(self.object.name.clone()),
+            text(&self.uid),
+            text(&self.resource_version),
+            self.owner.clone().map_or(Value::Null, Value::String),
+            self.owner_kind
+                .map_or(Value::Null, |m| Value::String(m.as_str().to_string())),
+            strings(&self.claims),
+            Value::Bool(self.conflict),
+            self.tracking_mismatch
+                .clone()
+                .map_or(Value::Null, Value::String),
+            strings(&self.managers),
+            Value::String(self.valid_from.to_string()),
+        ]
     }
 }
 
@@ -245,8 +264,9 @@ pub(crate) fn cluster_rows(
     let mut live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);
     if order == Order::ByName {
         // Object names are unique in a cluster: an unstable sort of the
-        // references is deterministic and moves 8 bytes per row.
-        live.sort_unstable_by(|a, b| versions.object(a.object).cmp(&versions.object(b.object)));
+        // references is deterministic and moves 8 bytes per row; the names
+        // compare as stored (one byte string each, in tuple order).
+        live.sort_unstable_by(|a, b| versions.name_key(a.object).cmp(versions.name_key(b.object)));
     }
     live.into_iter()
         .map(|r| row_of(&versions, r, listings))

@@ -32,11 +32,7 @@ const MAX_DEPTH: usize = 128;
 /// is not canonical.
 pub(crate) fn check(bytes: &[u8]) -> Result<LeafFacts, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
-    let mut s = Scanner {
-        text,
-        bytes,
-        at: 0,
-    };
+    let mut s = Scanner { text, bytes, at: 0 };
     s.expect(b"{\"event\":")?;
     let id = s
         .object(0, true)?
@@ -67,11 +63,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<LeafFacts, String> {
 #[cfg(test)]
 pub(crate) fn check_value(bytes: &[u8]) -> Result<(), String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
-    let mut s = Scanner {
-        text,
-        bytes,
-        at: 0,
-    };
+    let mut s = Scanner { text, bytes, at: 0 };
     s.value(0)?;
     if s.at != bytes.len() {
         return Err(format!("bytes after the value at offset {}", s.at));

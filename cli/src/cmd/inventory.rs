@@ -3,7 +3,6 @@
 use annal_query::inventory::{self, AsOf, InventoryRow};
 use annal_schemas::Timestamp;
 use annal_store::Store;
-use serde_json::Value;
 
 use crate::args::InventoryArgs;
 use crate::exit::Exit;
@@ -18,12 +17,7 @@ pub fn run(store: &Store, args: &InventoryArgs, printer: &Printer) -> anyhow::Re
         if args.owner.as_ref().is_some_and(|o| !r.claims.contains(o)) {
             continue;
         }
-        let row = r.to_json();
-        let cells: Vec<Value> = InventoryRow::COLUMNS
-            .iter()
-            .map(|c| row.get(*c).cloned().unwrap_or(Value::Null))
-            .collect();
-        out.push(&cells)?;
+        out.push(&r.cells())?;
     }
     out.finish()?;
     Ok(Exit::Ok)

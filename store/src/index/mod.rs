@@ -25,6 +25,7 @@
 
 mod keys;
 pub(crate) mod mark;
+mod preflight;
 mod runs;
 pub mod versions;
 
@@ -183,7 +184,10 @@ impl Indexes {
     /// The layout of indexes written by an older annal (1 or 2, which
     /// kept their mark in a `meta` keyspace), if these are.
     fn old_layout(&self) -> Result<Option<String>, StoreError> {
-        if !OLD_KEYSPACES.iter().any(|name| self.db.keyspace_exists(name)) {
+        if !OLD_KEYSPACES
+            .iter()
+            .any(|name| self.db.keyspace_exists(name))
+        {
             return Ok(None);
         }
         let format = match self.db.keyspace_exists("meta") {
@@ -222,6 +226,10 @@ impl Indexes {
     }
 
     fn recover_at(path: &Path, versions: PathBuf) -> Result<Indexes, StoreError> {
+        preflight::manifests(path).map_err(|reason| StoreError::Index {
+            path: path.to_path_buf(),
+            reason,
+        })?;
         let db = Database::builder(path)
             .cache_size(CACHE_BYTES)
             // Two cores: one worker compacts the runs in the background.

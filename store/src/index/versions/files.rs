@@ -158,6 +158,9 @@ impl ClusterFiles {
 /// A cluster's committed files, decoded.
 pub(crate) struct Contents {
     pub(crate) objects: Vec<ObjectName>,
+    /// The objects file, and where each object's name is in it.
+    pub(crate) names: Vec<u8>,
+    pub(crate) name_at: Vec<(u32, u32)>,
     pub(crate) rows: Vec<VersionRow>,
     pub(crate) details: Vec<u8>,
 }
@@ -178,6 +181,7 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreErro
     let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
     let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
     let mut objects = Vec::with_capacity(meta.objects as usize);
+    let mut name_at = Vec::with_capacity(meta.objects as usize);
     let mut at = 0usize;
     while at < names.len() {
         let len_bytes = names.get(at..at + 4).ok_or_else(|| short("objects"))?;
@@ -186,6 +190,7 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreErro
         let text = names
             .get(at + 4..at + 4 + len)
             .ok_or_else(|| short("objects"))?;
+        name_at.push(((at + 4) as u32, len as u32));
         let text = String::from_utf8_lossy(text);
         let mut parts = text.splitn(4, '\0').map(str::to_string);
         let mut next = || parts.next().unwrap_or_default();
@@ -199,6 +204,8 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreErro
     }
     Ok(Contents {
         objects,
+        names,
+        name_at,
         rows,
         details,
     })
@@ -248,4 +255,49 @@ pub(crate) fn sync_paths(dir: &Path) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn part() -> impl Strategy<Value = String> {
+        // Short parts over few letters, so prefixes and ties are common.
+        "[ab]{0,3}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// The stored name orders objects as their (group, kind,
+        /// namespace, name) tuples do: inventory sorts on it.
+        #[test]
+        fn stored_names_sort_as_the_tuples(
+            names in proptest::collection::btree_set((part(), part(), part(), part()), 1..30)
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut files = ClusterFiles::open(dir.path(), ClusterMeta::default()).unwrap();
+            let names: Vec<ObjectName> = names
+                .into_iter()
+                .rev()
+                .map(|(group, kind, namespace, name)| ObjectName { group, kind, namespace, name })
+                .collect();
+            for n in &names {
+                files.add_object(n).unwrap();
+            }
+            let meta = files.write().unwrap();
+            let read = read(dir.path(), &meta).unwrap();
+            prop_assert_eq!(&read.objects, &names);
+            let key = |i: usize| {
+                let (at, len) = read.name_at[i];
+                &read.names[at as usize..(at + len) as usize]
+            };
+            let mut by_key: Vec<usize> = (0..names.len()).collect();
+            by_key.sort_by(|a, b| key(*a).cmp(key(*b)));
+            let mut by_tuple: Vec<usize> = (0..names.len()).collect();
+            by_tuple.sort_by(|a, b| names[*a].cmp(&names[*b]));
+            prop_assert_eq!(by_key, by_tuple);
+        }
+    }
 }

@@ -75,6 +75,8 @@ pub struct ClusterVersions {
     /// The cluster id.
     pub cluster: String,
     objects: Vec<ObjectName>,
+    names: Vec<u8>,
+    name_at: Vec<(u32, u32)>,
     rows: Vec<VersionRow>,
     details: Vec<u8>,
 }
@@ -88,6 +90,16 @@ impl ClusterVersions {
     /// The name of object `id`.
     pub fn object(&self, id: u32) -> Option<&ObjectName> {
         self.objects.get(id as usize)
+    }
+
+    /// Object `id`'s name as stored, `group\0kind\0namespace\0name`:
+    /// byte order on it is [`ObjectName`]'s order, at one comparison
+    /// (empty for an unknown id).
+    pub fn name_key(&self, id: u32) -> &[u8] {
+        self.name_at
+            .get(id as usize)
+            .and_then(|&(at, len)| self.names.get(at as usize..(at + len) as usize))
+            .unwrap_or_default()
     }
 
     /// Number of objects (live or not) the cluster ever had.
@@ -450,12 +462,16 @@ pub(crate) fn read_cluster(
 ) -> Result<ClusterVersions, StoreError> {
     let files::Contents {
         objects,
+        names,
+        name_at,
         rows,
         details,
     } = files::read(dir, meta)?;
     Ok(ClusterVersions {
         cluster: cluster.to_string(),
         objects,
+        names,
+        name_at,
         rows,
         details,
     })
