@@ -353,8 +353,8 @@ def duckdb_prepare(export, work):
     seconds, rss, _ = timed([sys.executable, __file__, "--duckdb-prepare", export, work])
     log(f"duckdb: one Parquet file per table and native tables in {seconds:.0f} s, {rss / 1024:,.0f} MB RSS")
     return {"seconds": seconds, "peak_rss_kb": rss,
-            "file_bytes": sum(du(f) for f in (work / "duckdb-file").glob("*.parquet")),
-            "table_bytes": du(work / "duckdb-table.db")}
+            "file_bytes": sum(f.stat().st_size for f in (work / "duckdb-file").glob("*.parquet")),
+            "table_bytes": (work / "duckdb-table.db").stat().st_size}
 
 
 def duckdb_prepare_worker(export, work):
