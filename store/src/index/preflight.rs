@@ -60,18 +60,47 @@ pub(crate) fn manifests(dir: &Path) -> Result<(), String> {
         let version = tree.join(format!("v{id}"));
         archive(&version)?;
         manifest(&version)?;
-        let tables = tree.join("tables");
-        if let Ok(tables) = std::fs::read_dir(&tables) {
-            for table in tables {
-                archive(
-                    &table
-                        .map_err(|e| format!("{}: {e}", tree.display()))?
-                        .path(),
-                )?;
-            }
+        // Only the tables the manifest names: a table a compaction was
+        // writing when the process ended is not one yet (fjall deletes it).
+        for table in tables(&version)? {
+            archive(&tree.join("tables").join(table.to_string()))?;
         }
     }
     Ok(())
+}
+
+/// The ids of the tables a manifest names, read as lsm-tree reads its
+/// `tables` section: levels (u8), then per level runs (u8), then per run
+/// tables (u32), each `id u64 ‖ checksum type u8 ‖ checksum u128 ‖
+/// global seqno u64`. The counts only bound loops over a reader limited to
+/// the section, so a damaged one ends in an error, not an allocation.
+fn tables(path: &Path) -> Result<Vec<u64>, String> {
+    let bad = |what: String| format!("{}: {what}", path.display());
+    let reader = sfa::Reader::new(path).map_err(|e| bad(format!("{e:?}")))?;
+    let section = reader
+        .toc()
+        .section(b"tables")
+        .ok_or_else(|| bad("no tables section".into()))?;
+    let mut r = section.buf_reader(path).map_err(|e| bad(e.to_string()))?;
+    let mut read = |n: usize| -> Result<Vec<u8>, String> {
+        let mut buf = vec![0u8; n];
+        r.read_exact(&mut buf)
+            .map_err(|e| bad(format!("tables section: {e}")))?;
+        Ok(buf)
+    };
+    let mut ids = Vec::new();
+    for _ in 0..read(1)?[0] {
+        for _ in 0..read(1)?[0] {
+            let count = read(4)?;
+            for _ in 0..u32::from_le_bytes([count[0], count[1], count[2], count[3]]) {
+                let table = read(8 + 1 + 16 + 8)?;
+                let mut id = [0u8; 8];
+                id.copy_from_slice(&table[..8]);
+                ids.push(u64::from_le_bytes(id));
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// An sfa archive's table of contents fits in the file: its entry count
