@@ -9,9 +9,10 @@
 //!     'M' ‖ name              meta: size, recorded_at, checkpoint
 //!     'O' ‖ source ‖ 0 ‖ partition  next offset to consume (Kafka), u64be
 //!   tree "quarantine"         rejected input, keyed by content hash
-//! DATA/index/                 the indexes (fjall; derived, see index/): ids,
-//!                             cluster and type time orders, object states,
-//!                             version file lengths, watermark, sync mark
+//! DATA/index/                 the indexes (fjall, in sorted runs; derived,
+//!                             see index/): ids, cluster and type time
+//!                             orders, object states; `mark` (size, root,
+//!                             version file lengths)
 //! DATA/versions/<n>/          object version files, append-only (derived,
 //!                             see index/versions/)
 //! DATA/keys/checkpoint.key    Ed25519 signing key, mode 0600

@@ -11,7 +11,7 @@
 //! and consistency proofs), [`Entry`] (the JCS leaf format) and
 //! [`checkpoint`] (C2SP signed notes). sled holds only the small atomic
 //! commit record; the indexes (ids, time orders, object versions: see
-//! `index/`) are caches of the leaves, caught up from a watermark on open
+//! `index/`) are caches of the leaves, caught up from their mark on open
 //! and rebuilt by [`Store::reindex`].
 //!
 //! ```

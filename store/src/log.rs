@@ -880,9 +880,9 @@ impl Store {
         Ok(())
     }
 
-    /// Replays the leaves past the indexes' watermark into them; an index
-    /// whose watermark is past the log or whose root is not the log's is
-    /// emptied first.
+    /// Replays the leaves past the indexes' mark (their watermark) into
+    /// them; an index whose mark is past the log or whose root is not the
+    /// log's is emptied first.
     fn catch_up_keys(&self, w: &Writer, report: &mut dyn FnMut(Rebuild)) -> Result<(), StoreError> {
         const CHUNK: u64 = 8192;
         let size = w.frontier.size();
@@ -1315,9 +1315,9 @@ impl Store {
 }
 
 impl Drop for Store {
-    /// Syncs the version files and moves the sync mark to the watermark,
-    /// so that the next open replays nothing. Best effort: without it the
-    /// next open replays from the last sync mark.
+    /// Writes the indexes' pending keys and a mark at what they hold, so
+    /// that the next open replays nothing. Best effort: without it the
+    /// next open replays the leaves past the last mark.
     fn drop(&mut self) {
         if let (true, Hold::Owned(owned)) = (self.close_on_drop.load(Ordering::Acquire), &self.hold)
         {

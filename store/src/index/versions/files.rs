@@ -115,8 +115,8 @@ impl ClusterFiles {
     }
 
     /// Writes what was added past the committed lengths (no sync: see
-    /// [`ClusterFiles::sync`]); returns the new committed lengths, for the
-    /// caller to record with the watermark.
+    /// [`ClusterFiles::sync`]); returns the new committed lengths, which
+    /// the next mark records.
     pub(crate) fn write(&mut self) -> Result<ClusterMeta, StoreError> {
         let c = &mut self.committed;
         if self.new_rows.is_empty() && self.new_details.is_empty() && self.new_objects.is_empty() {
