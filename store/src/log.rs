@@ -889,16 +889,8 @@ impl Store {
         let read = &mut |id| self.tree.read(id);
         let keys = self.keys()?;
         let mut from = match keys.watermark() {
-            Ok(Some((mark, root))) if mark <= size && merkle::root_at(mark, read)? == root => mark,
-            Err(e) => {
-                report(Rebuild::Indexes {
-                    entries: size,
-                    reason: format!("the indexes' watermark cannot be read ({e})"),
-                });
-                keys.clear()?;
-                0
-            }
-            Ok(Some((mark, _))) => {
+            Some((mark, root)) if mark <= size && merkle::root_at(mark, read)? == root => mark,
+            Some((mark, _)) => {
                 let reason = if mark > size {
                     format!("they cover {mark} entries, the log has {size}")
                 } else {
@@ -911,7 +903,7 @@ impl Store {
                 keys.clear()?;
                 0
             }
-            Ok(None) => 0,
+            None => 0,
         };
         let start = from;
         let mut damage_seen = false;

@@ -953,12 +953,49 @@ fn leaf_files(data: &crate::DataDir) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 }
 
 fn root_hex(store: &Store) -> String {
-    store
-        .status()
-        .root
+    crate::merkle::to_hex(&store.status().root)
+}
+
+/// Every stored version as (kind, name, valid from, valid to), sorted.
+fn version_intervals(store: &Store) -> Vec<(String, String, i64, i64)> {
+    let mut got = Vec::new();
+    for cluster in store.version_clusters().unwrap() {
+        let v = store.cluster_versions(&cluster).unwrap().unwrap();
+        for r in v.rows() {
+            let o = v.object(r.object).unwrap();
+            got.push((o.kind.clone(), o.name.clone(), r.from, r.to));
+        }
+    }
+    got.sort();
+    got
+}
+
+/// The intervals an old binary printed to `store/testdata/NAME` (`annal
+/// sql` over `objects`, as JSON), in [`version_intervals`]' form.
+fn printed_intervals(name: &str) -> Vec<(String, String, i64, i64)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name);
+    let printed: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let micros = |v: &serde_json::Value| {
+        v.as_str().map_or(i64::MAX, |t| {
+            t.parse::<annal_schemas::Timestamp>().unwrap().unix_micros()
+        })
+    };
+    let mut want: Vec<(String, String, i64, i64)> = printed
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["name"].as_str().unwrap().to_string(),
+                micros(&r["valid_from"]),
+                micros(&r["valid_to"]),
+            )
+        })
+        .collect();
+    want.sort();
+    want
 }
 
 #[test]
@@ -1031,44 +1068,8 @@ fn a_ledger_in_the_third_layout_opens_rebuilt_in_a_fresh_index_with_its_answers_
     let data = crate::DataDir::new(dir.path());
     let before = leaf_files(&data);
     let checkpoint = std::fs::read_to_string(data.checkpoint()).unwrap();
-    let intervals = |store: &Store| {
-        let mut got = Vec::new();
-        for cluster in store.version_clusters().unwrap() {
-            let v = store.cluster_versions(&cluster).unwrap().unwrap();
-            for r in v.rows() {
-                let o = v.object(r.object).unwrap();
-                got.push((o.kind.clone(), o.name.clone(), r.from, r.to));
-            }
-        }
-        got.sort();
-        got
-    };
     // What the old binary printed (the same as for v2-ledger).
-    let printed: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("testdata/v2-ledger.objects.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let micros = |v: &serde_json::Value| {
-        v.as_str().map_or(i64::MAX, |t| {
-            t.parse::<annal_schemas::Timestamp>().unwrap().unix_micros()
-        })
-    };
-    let mut want: Vec<(String, String, i64, i64)> = printed
-        .iter()
-        .map(|r| {
-            (
-                r["kind"].as_str().unwrap().to_string(),
-                r["name"].as_str().unwrap().to_string(),
-                micros(&r["valid_from"]),
-                micros(&r["valid_to"]),
-            )
-        })
-        .collect();
-    want.sort();
+    let want = printed_intervals("v2-ledger.objects.json");
     let mut reports = Vec::new();
     let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
     assert!(
@@ -1081,7 +1082,7 @@ fn a_ledger_in_the_third_layout_opens_rebuilt_in_a_fresh_index_with_its_answers_
     );
     assert_eq!(store.checkpoint().unwrap(), checkpoint);
     assert!(store.verify(None).unwrap().is_intact());
-    let rebuilt = intervals(&store);
+    let rebuilt = version_intervals(&store);
     assert_eq!(rebuilt, want);
     drop(store);
     // The old layout's keyspaces and journal are gone: a fresh directory.
@@ -1093,7 +1094,7 @@ fn a_ledger_in_the_third_layout_opens_rebuilt_in_a_fresh_index_with_its_answers_
     assert_eq!(keyspaces, 5);
     // The next open rebuilds nothing and answers the same.
     let store = Store::open_reporting(dir.path(), &mut |r| panic!("no rebuild: {r:?}")).unwrap();
-    assert_eq!(intervals(&store), rebuilt);
+    assert_eq!(version_intervals(&store), rebuilt);
     assert_eq!(
         leaf_files(&data),
         before,
@@ -1103,7 +1104,6 @@ fn a_ledger_in_the_third_layout_opens_rebuilt_in_a_fresh_index_with_its_answers_
 
 #[test]
 fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_unchanged() {
-    let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let dir = fixture_copy("v2-ledger");
     let data = crate::DataDir::new(dir.path());
     let before = leaf_files(&data);
@@ -1128,37 +1128,10 @@ fn a_ledger_in_the_second_layout_opens_migrated_with_its_version_intervals_uncha
         .iter()
         .any(|t| t == layout::SECOND_LAYOUT_TREE.as_bytes()));
     // Every interval the old binary printed (late versions included).
-    let printed: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(testdata.join("v2-ledger.objects.json")).unwrap(),
-    )
-    .unwrap();
-    let micros = |v: &serde_json::Value| {
-        v.as_str().map_or(i64::MAX, |t| {
-            t.parse::<annal_schemas::Timestamp>().unwrap().unix_micros()
-        })
-    };
-    let mut want: Vec<(String, String, i64, i64)> = printed
-        .iter()
-        .map(|r| {
-            (
-                r["kind"].as_str().unwrap().to_string(),
-                r["name"].as_str().unwrap().to_string(),
-                micros(&r["valid_from"]),
-                micros(&r["valid_to"]),
-            )
-        })
-        .collect();
-    want.sort();
-    let mut got = Vec::new();
-    for cluster in store.version_clusters().unwrap() {
-        let v = store.cluster_versions(&cluster).unwrap().unwrap();
-        for r in v.rows() {
-            let o = v.object(r.object).unwrap();
-            got.push((o.kind.clone(), o.name.clone(), r.from, r.to));
-        }
-    }
-    got.sort();
-    assert_eq!(got, want);
+    assert_eq!(
+        version_intervals(&store),
+        printed_intervals("v2-ledger.objects.json")
+    );
     drop(store);
     assert_eq!(
         leaf_files(&data),

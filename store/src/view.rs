@@ -113,6 +113,6 @@ impl View {
         self.clusters
             .iter()
             .find(|c| c.id == cluster)
-            .map(|c| (versions.join(c.no.to_string()), c.lengths()))
+            .map(|c| (versions.join(c.no.to_string()), c.lengths))
     }
 }

@@ -36,37 +36,14 @@ pub(crate) struct Mark {
     pub(crate) clusters: Vec<ClusterMark>,
 }
 
-/// One cluster's version files at the mark.
+/// One cluster's version files at the mark (the lengths' fields stand
+/// beside `id` and `no` in the JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ClusterMark {
     pub(crate) id: String,
     pub(crate) no: u32,
-    pub(crate) rows: u64,
-    pub(crate) objects: u32,
-    pub(crate) objects_bytes: u64,
-    pub(crate) details_bytes: u64,
-}
-
-impl ClusterMark {
-    pub(crate) fn new(id: &str, no: u32, m: &ClusterMeta) -> ClusterMark {
-        ClusterMark {
-            id: id.to_string(),
-            no,
-            rows: m.rows,
-            objects: m.objects,
-            objects_bytes: m.objects_bytes,
-            details_bytes: m.details_bytes,
-        }
-    }
-
-    pub(crate) fn lengths(&self) -> ClusterMeta {
-        ClusterMeta {
-            rows: self.rows,
-            objects: self.objects,
-            objects_bytes: self.objects_bytes,
-            details_bytes: self.details_bytes,
-        }
-    }
+    #[serde(flatten)]
+    pub(crate) lengths: ClusterMeta,
 }
 
 impl Mark {

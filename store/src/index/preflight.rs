@@ -59,10 +59,9 @@ pub(crate) fn manifests(dir: &Path) -> Result<(), String> {
             .ok_or_else(|| format!("{}: not a version number", current.display()))?;
         let version = tree.join(format!("v{id}"));
         archive(&version)?;
-        manifest(&version)?;
         // Only the tables the manifest names: a table a compaction was
         // writing when the process ended is not one yet (fjall deletes it).
-        for table in tables(&version)? {
+        for table in manifest(&version)? {
             archive(&tree.join("tables").join(table.to_string()))?;
         }
     }
@@ -74,9 +73,8 @@ pub(crate) fn manifests(dir: &Path) -> Result<(), String> {
 /// tables (u32), each `id u64 ‖ checksum type u8 ‖ checksum u128 ‖
 /// global seqno u64`. The counts only bound loops over a reader limited to
 /// the section, so a damaged one ends in an error, not an allocation.
-fn tables(path: &Path) -> Result<Vec<u64>, String> {
+fn tables(path: &Path, reader: &sfa::Reader) -> Result<Vec<u64>, String> {
     let bad = |what: String| format!("{}: {what}", path.display());
-    let reader = sfa::Reader::new(path).map_err(|e| bad(format!("{e:?}")))?;
     let section = reader
         .toc()
         .section(b"tables")
@@ -134,7 +132,9 @@ fn archive(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn manifest(path: &Path) -> Result<(), String> {
+/// Checks the sections fjall asserts on; returns the tables the manifest
+/// names.
+fn manifest(path: &Path) -> Result<Vec<u64>, String> {
     let bad = |what: String| format!("{}: {what}", path.display());
     let reader = sfa::Reader::new(path).map_err(|e| bad(format!("{e:?}")))?;
     for (name, expected) in SECTIONS {
@@ -155,5 +155,5 @@ fn manifest(path: &Path) -> Result<(), String> {
             )));
         }
     }
-    Ok(())
+    tables(path, &reader)
 }

@@ -99,36 +99,28 @@ impl Buffered {
         &self,
         start: Vec<u8>,
         end: Vec<u8>,
-    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), fjall::Error>> + 'static {
-        let pending: Vec<(Vec<u8>, Vec<u8>)> = self
-            .read()
-            .keys
-            .range::<Vec<u8>, _>((Bound::Included(&start), Bound::Excluded(&end)))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let stored = self
-            .keyspace()
-            .range(start..end)
-            .map(|guard| guard.into_inner().map(|(k, v)| (k.to_vec(), v.to_vec())));
-        Merged {
-            pending: pending.into_iter().peekable(),
-            stored: stored.peekable(),
-        }
+    ) -> impl Iterator<Item = Result<Pair, fjall::Error>> + 'static {
+        self.merged((Bound::Included(start), Bound::Excluded(end)))
     }
 
     /// Every key and value, in key order.
-    pub(crate) fn all(
+    pub(crate) fn all(&self) -> impl Iterator<Item = Result<Pair, fjall::Error>> + 'static {
+        self.merged((Bound::Unbounded, Bound::Unbounded))
+    }
+
+    fn merged(
         &self,
-    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), fjall::Error>> + 'static {
-        let pending: Vec<(Vec<u8>, Vec<u8>)> = self
+        bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    ) -> impl Iterator<Item = Result<Pair, fjall::Error>> + 'static {
+        let pending: Vec<Pair> = self
             .read()
             .keys
-            .iter()
+            .range::<Vec<u8>, _>(bounds.clone())
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let stored = self
             .keyspace()
-            .iter()
+            .range(bounds)
             .map(|guard| guard.into_inner().map(|(k, v)| (k.to_vec(), v.to_vec())));
         Merged {
             pending: pending.into_iter().peekable(),

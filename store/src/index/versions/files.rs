@@ -13,7 +13,7 @@ use crate::StoreError;
 /// The committed lengths of a cluster's files, recorded with each mark:
 /// bytes past a mark's lengths belong to entries the next open replays,
 /// and are cut off when the files are next opened for writing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ClusterMeta {
     pub(crate) rows: u64,
     pub(crate) objects: u32,

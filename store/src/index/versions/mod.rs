@@ -195,8 +195,8 @@ impl VersionIndex {
         *c = Catalog::default();
         for m in clusters {
             c.numbers.insert(m.id.clone(), m.no);
-            c.committed.insert(m.no, m.lengths());
-            c.synced.insert(m.no, m.lengths());
+            c.committed.insert(m.no, m.lengths);
+            c.synced.insert(m.no, m.lengths);
         }
         *self.lock() = Writer::default();
     }
@@ -233,22 +233,40 @@ impl VersionIndex {
             return Ok(());
         }
         let mut w = self.lock();
-        let (mut numbers, committed) = {
-            let c = self.catalog();
-            (c.numbers.clone(), c.committed.clone())
-        };
-        let known = numbers.len();
+        // The batch's clusters, looked up once each; those new here are
+        // numbered from the catalog's count on and taken with the lengths.
+        let mut numbers: HashMap<String, u32> = HashMap::new();
+        let mut new_clusters: Vec<(String, u32)> = Vec::new();
         // Object states change many times in a batch: they are kept here
         // and written once.
         let mut states: HashMap<Vec<u8>, ObjectState> = HashMap::new();
         let mut touched = Vec::new();
         for (index, v) in versions {
-            let next = numbers.len() as u32;
-            let no = *numbers.entry(v.cluster.clone()).or_insert(next);
+            let no = match numbers.get(&v.cluster) {
+                Some(no) => *no,
+                None => {
+                    let c = self.catalog();
+                    let no = match c.numbers.get(&v.cluster) {
+                        Some(no) => *no,
+                        None => {
+                            let no = (c.numbers.len() + new_clusters.len()) as u32;
+                            new_clusters.push((v.cluster.clone(), no));
+                            no
+                        }
+                    };
+                    numbers.insert(v.cluster.clone(), no);
+                    no
+                }
+            };
             let files = match w.open.entry(no) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    let meta = committed.get(&no).copied().unwrap_or_default();
+                    let meta = self
+                        .catalog()
+                        .committed
+                        .get(&no)
+                        .copied()
+                        .unwrap_or_default();
                     slot.insert(ClusterFiles::open(&self.cluster_dir(no), meta)?)
                 }
             };
@@ -301,9 +319,7 @@ impl VersionIndex {
         }
         {
             let mut c = self.catalog_mut();
-            if numbers.len() > known {
-                c.numbers = numbers;
-            }
+            c.numbers.extend(new_clusters);
             c.committed.extend(lengths);
         }
         for (key, state) in states {
@@ -316,18 +332,22 @@ impl VersionIndex {
     /// every cluster with the lengths now on disk, for the mark.
     pub(crate) fn sync(&self) -> Result<Vec<ClusterMark>, StoreError> {
         let mut w = self.lock();
-        let committed = self.catalog().committed.clone();
-        for (no, meta) in &committed {
-            if self.catalog().synced.get(no) == Some(meta) {
-                continue;
-            }
-            match w.open.get_mut(no) {
+        let unsynced: Vec<(u32, ClusterMeta)> = {
+            let c = self.catalog();
+            c.committed
+                .iter()
+                .filter(|(no, meta)| c.synced.get(no) != Some(meta))
+                .map(|(no, meta)| (*no, *meta))
+                .collect()
+        };
+        for (no, meta) in unsynced {
+            match w.open.get_mut(&no) {
                 Some(files) => {
                     files.sync()?;
                 }
-                None => files::sync_paths(&self.cluster_dir(*no))?,
+                None => files::sync_paths(&self.cluster_dir(no))?,
             }
-            self.catalog_mut().synced.insert(*no, *meta);
+            self.catalog_mut().synced.insert(no, meta);
         }
         Ok(self.snapshot())
     }
@@ -378,8 +398,10 @@ impl VersionIndex {
         let c = self.catalog();
         c.numbers
             .iter()
-            .map(|(id, no)| {
-                ClusterMark::new(id, *no, &c.committed.get(no).copied().unwrap_or_default())
+            .map(|(id, no)| ClusterMark {
+                id: id.clone(),
+                no: *no,
+                lengths: c.committed.get(no).copied().unwrap_or_default(),
             })
             .collect()
     }
