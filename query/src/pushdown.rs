@@ -3,7 +3,8 @@
 //! The `events` table pushes down `cluster = '…'` and `type = '…'` (served
 //! by the store's derived cluster/type-by-time indexes), bounds on `time`
 //! (the same indexes are ordered by valid time) and bounds on `index`
-//! (a range of the log). Every pushed filter is reported `Inexact`, so
+//! (a range of the log); bounds on `recorded_at` only skip column chunks
+//! (see [`crate::tables::events`]). Every pushed filter is reported `Inexact`, so
 //! DataFusion still applies it: the scan may return more, never less.
 
 use annal_schemas::{EventType, Timestamp};
@@ -27,6 +28,10 @@ pub struct EventBounds {
     pub from_index: u64,
     /// Log index bound (exclusive).
     pub to_index: Option<u64>,
+    /// System time at or after (only skips column chunks).
+    pub recorded_since: Option<Timestamp>,
+    /// System time before (only skips column chunks).
+    pub recorded_until: Option<Timestamp>,
 }
 
 impl EventBounds {
@@ -106,35 +111,15 @@ impl EventBounds {
                     }
                 }
             }
-            "time" => {
+            "time" | "recorded_at" => {
                 let Some(micros) = timestamp_micros(value) else {
                     return;
                 };
-                let at = |m: i64| Timestamp::from_unix_micros(m);
-                match op {
-                    Operator::Gt | Operator::GtEq => {
-                        if let Some(t) = at(micros) {
-                            self.since = Some(self.since.map_or(t, |s| s.max(t)));
-                        }
-                    }
-                    Operator::Lt => {
-                        if let Some(t) = at(micros) {
-                            self.until = Some(self.until.map_or(t, |u| u.min(t)));
-                        }
-                    }
-                    Operator::LtEq => {
-                        if let Some(t) = at(micros.saturating_add(1)) {
-                            self.until = Some(self.until.map_or(t, |u| u.min(t)));
-                        }
-                    }
-                    Operator::Eq => {
-                        if let (Some(s), Some(u)) = (at(micros), at(micros.saturating_add(1))) {
-                            self.since = Some(self.since.map_or(s, |x| x.max(s)));
-                            self.until = Some(self.until.map_or(u, |x| x.min(u)));
-                        }
-                    }
-                    _ => {}
-                }
+                let (since, until) = match column {
+                    "time" => (&mut self.since, &mut self.until),
+                    _ => (&mut self.recorded_since, &mut self.recorded_until),
+                };
+                narrow(since, until, op, micros);
             }
             "index" => {
                 let Some(n) = u64_literal(value) else {
@@ -158,6 +143,37 @@ impl EventBounds {
             }
             _ => {}
         }
+    }
+}
+
+/// Narrows `[since, until)` by `op micros`.
+fn narrow(since: &mut Option<Timestamp>, until: &mut Option<Timestamp>, op: Operator, micros: i64) {
+    let at = |m: i64| Timestamp::from_unix_micros(m);
+    let raise = |b: &mut Option<Timestamp>, t: Timestamp| *b = Some(b.map_or(t, |x| x.max(t)));
+    let lower = |b: &mut Option<Timestamp>, t: Timestamp| *b = Some(b.map_or(t, |x| x.min(t)));
+    match op {
+        Operator::Gt | Operator::GtEq => {
+            if let Some(t) = at(micros) {
+                raise(since, t);
+            }
+        }
+        Operator::Lt => {
+            if let Some(t) = at(micros) {
+                lower(until, t);
+            }
+        }
+        Operator::LtEq => {
+            if let Some(t) = at(micros.saturating_add(1)) {
+                lower(until, t);
+            }
+        }
+        Operator::Eq => {
+            if let (Some(s), Some(u)) = (at(micros), at(micros.saturating_add(1))) {
+                raise(since, s);
+                lower(until, u);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -237,6 +253,7 @@ mod tests {
             col("time").gt(ts("2026-10-01T00:00:00Z")),
             col("index").lt(lit(100u64)),
             col("data").eq(lit("x")),
+            col("recorded_at").lt_eq(ts("2026-11-03T00:00:00Z")),
         ];
         let b = EventBounds::from_filters(&filters);
         assert_eq!(b.cluster.as_deref(), Some("prod"));
@@ -244,6 +261,8 @@ mod tests {
         assert_eq!(b.since, Some(t("2026-11-01T00:00:00Z")));
         assert_eq!(b.until, Some(t("2026-11-02T00:00:00.000001Z")));
         assert_eq!((b.from_index, b.to_index), (0, Some(100)));
+        assert_eq!(b.recorded_since, None);
+        assert_eq!(b.recorded_until, Some(t("2026-11-03T00:00:00.000001Z")));
         assert!(!EventBounds::understands(&col("data").eq(lit("x"))));
         assert!(!EventBounds::understands(&col("cluster").not_eq(lit("x"))));
         assert!(EventBounds::understands(&col("time").between(

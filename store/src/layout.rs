@@ -13,6 +13,9 @@
 //!                             see index/): ids, cluster and type time
 //!                             orders, object states; `mark` (size, root,
 //!                             version file lengths)
+//! DATA/columns/              the columnar sidecar: Parquet chunks of the
+//!                             envelope fields and their manifest (derived,
+//!                             see columns/)
 //! DATA/versions/<n>/          object version files, append-only (derived,
 //!                             see index/versions/)
 //! DATA/keys/checkpoint.key    Ed25519 signing key, mode 0600
@@ -86,6 +89,11 @@ impl DataDir {
     /// The key indexes (ids, cluster and type time orders): derived.
     pub fn key_index(&self) -> PathBuf {
         self.root.join("index")
+    }
+
+    /// The columnar sidecar (a derived index).
+    pub fn columns(&self) -> PathBuf {
+        self.root.join("columns")
     }
 
     /// The object version index files (a derived index).

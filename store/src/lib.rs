@@ -30,6 +30,7 @@
 mod audit;
 pub mod canonical;
 pub mod checkpoint;
+pub mod columns;
 mod entry;
 mod error;
 mod index;

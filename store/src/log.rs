@@ -10,6 +10,7 @@ use annal_schemas::{Envelope, Timestamp};
 
 use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{sign_note, Checkpoint, NoteSigner, NoteVerifier};
+use crate::columns::{ChunkBatches, ColumnChunk, Columns};
 use crate::index::versions::ClusterVersions;
 use crate::index::{Facts, Indexes, Opened, ScanKey};
 use crate::keys;
@@ -39,6 +40,8 @@ pub struct Store {
     /// The log size `keys` covers, as last written here (`u64::MAX`: not
     /// known to match the log; checked and caught up before use).
     keys_mark: AtomicU64,
+    /// The columnar sidecar (see [`crate::columns`]).
+    columns: Columns,
     /// Whether dropping the store closes the indexes (tests clear it to
     /// leave them as a crash would).
     close_on_drop: std::sync::atomic::AtomicBool,
@@ -259,6 +262,50 @@ impl Store {
         Store::open_dir(dir, report)
     }
 
+    /// Sets the entries per column chunk (tests use small chunks to
+    /// exercise sealing; see [`crate::columns`]).
+    pub fn with_column_rows(self, rows: u64) -> Self {
+        if let Some(s) = self.columns.sealer() {
+            s.set_chunk_rows(rows);
+        }
+        self
+    }
+
+    /// The column chunks that cover the start of the committed log, in
+    /// order; entries past the last one are read from the leaves.
+    pub fn column_chunks(&self) -> Result<Vec<ColumnChunk>, StoreError> {
+        self.columns.chunks(self.lock_free_size())
+    }
+
+    /// The batches of `chunk`, with `columns` (positions in
+    /// [`crate::columns::COLUMNS`]); `None` when its file is damaged or
+    /// gone (read those entries from the leaves; the writer rebuilds it).
+    pub fn read_column_chunk(
+        &self,
+        chunk: &ColumnChunk,
+        columns: &[usize],
+    ) -> Result<Option<ChunkBatches>, StoreError> {
+        self.columns.read(chunk, columns)
+    }
+
+    /// Starts building, in the background, the column chunks the log is
+    /// missing (a ledger written before the sidecar, or one whose chunks
+    /// were lost); ingest does it on its first commit.
+    pub fn catch_up_columns(&self) {
+        if let Some(s) = self.columns.sealer() {
+            s.catch_up(self.lock_free_size());
+        }
+    }
+
+    /// Waits until the column chunks queued so far are written: the first
+    /// failure since the last wait, if any.
+    pub fn wait_for_columns(&self) -> Result<(), StoreError> {
+        match self.columns.sealer() {
+            Some(s) => s.wait(),
+            None => Ok(()),
+        }
+    }
+
     /// Sets the size at which a new leaf file is started (tests use small
     /// segments to exercise rotation).
     pub fn with_segment_bytes(mut self, bytes: u64) -> Self {
@@ -312,6 +359,7 @@ impl Store {
             }),
             segments: Segments::new(dir.leaves()),
             tree: TreeFiles::new(dir.leaves().join("tree")),
+            columns: Columns::new(dir.columns()),
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             dir,
             hold,
@@ -322,6 +370,15 @@ impl Store {
         if let Some(opened) = opened {
             store.recover_keys(opened, report)?;
             store.publish_view()?;
+            let size = {
+                let w = store.lock();
+                w.refused.is_none().then(|| w.frontier.size())
+            };
+            if let Some(size) = size {
+                store
+                    .columns
+                    .start_writer(store.segments.clone(), store.tree.clone(), size)?;
+            }
         }
         Ok(store)
     }
@@ -490,6 +547,9 @@ impl Store {
             )
             .unwrap_or(u64::MAX);
         self.keys_mark.store(mark, Ordering::Release);
+        if let Some(sealer) = self.columns.sealer() {
+            sealer.committed(first, recorded_at, facts.iter());
+        }
         if mark == size {
             // Readers in other processes see the commit from here on.
             let _ = self.publish_view_locked(&w);
@@ -782,13 +842,21 @@ impl Store {
         self.catch_up_keys(&w, &mut |_| {})?;
         keys.close()?;
         self.publish_view_locked(&w)?;
+        let size = w.frontier.size();
+        drop(w);
+        self.columns.clear()?;
+        if let Some(s) = self.columns.sealer() {
+            s.catch_up(size);
+        }
+        self.wait_for_columns()?;
         Ok((
-            w.frontier.size(),
+            size,
             vec![
                 "id index",
                 "cluster time index",
                 "type time index",
                 "object version index",
+                "column sidecar",
             ],
         ))
     }
@@ -797,6 +865,9 @@ impl Store {
     /// leave them (tests).
     #[cfg(test)]
     pub(crate) fn abandon(self) {
+        if let Some(s) = self.columns.sealer() {
+            s.abandon();
+        }
         self.close_on_drop.store(false, Ordering::Release);
     }
 

@@ -37,6 +37,9 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         }
         None => None,
     };
+    // A ledger written before the column sidecar (or one whose chunks were
+    // lost) gets them in the background; scans read the leaves meanwhile.
+    store.catch_up_columns();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -73,6 +73,8 @@ pub(crate) struct Facts {
     pub(crate) cluster: Option<String>,
     pub(crate) event_type: EventType,
     pub(crate) time: Timestamp,
+    /// The rest of the envelope's top-level fields, for the sidecar.
+    pub(crate) row: crate::columns::Row,
     version: Option<NewVersion>,
 }
 
@@ -82,6 +84,7 @@ impl Facts {
             cluster: event.cluster.clone(),
             event_type: event.event_type,
             time: event.time,
+            row: crate::columns::Row::of(event),
             version: NewVersion::of(event),
         }
     }

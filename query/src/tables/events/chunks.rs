@@ -1,0 +1,191 @@
+//! A scan of the events table from the columnar sidecar: the chunks the
+//! bounds leave, spread over the session's partitions (each read on its
+//! own blocking thread), then the entries past the last chunk, decoded.
+//! A chunk whose file the store refuses (damaged) is read from its leaves.
+
+use std::sync::Arc;
+
+use annal_store::columns::ColumnChunk;
+use annal_store::{Entry, Store};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion::physical_plan::SendableRecordBatchStream;
+use tokio::sync::mpsc::Sender;
+
+use super::leaf_rows;
+use crate::pushdown::EventBounds;
+
+/// What a sidecar scan reads.
+pub(super) struct ChunkScan {
+    pub(super) store: Arc<Store>,
+    /// The chunks left after skipping, in log order.
+    pub(super) chunks: Vec<ColumnChunk>,
+    /// Where the sidecar ends: entries from here are decoded.
+    pub(super) covered: u64,
+    /// For each projected column, its position in the sidecar.
+    pub(super) sidecar: Vec<usize>,
+    /// The projected columns (positions in the table).
+    pub(super) columns: Vec<usize>,
+    pub(super) schema: SchemaRef,
+    pub(super) bounds: EventBounds,
+    /// Partitions to spread the chunks over.
+    pub(super) parts: usize,
+}
+
+impl ChunkScan {
+    /// The scan as `parts` partitions: chunks dealt round-robin, the tail
+    /// to the last one.
+    pub(super) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
+        let parts = self.parts.min(self.chunks.len() + 1).max(1);
+        let mut dealt: Vec<Vec<ColumnChunk>> = vec![Vec::new(); parts];
+        for (i, c) in self.chunks.into_iter().enumerate() {
+            dealt[i % parts].push(c);
+        }
+        let size = self.store.size();
+        let from = self.covered.max(self.bounds.from_index);
+        let to = self.bounds.to_index.map_or(size, |t| t.min(size));
+        let tail = (from < to).then_some((from, to));
+        let mut read = self.sidecar.clone();
+        read.sort_unstable();
+        read.dedup();
+        let last = parts - 1;
+        dealt
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunks)| {
+                Arc::new(Part {
+                    store: self.store.clone(),
+                    chunks,
+                    tail: if i == last { tail } else { None },
+                    read: read.clone(),
+                    sidecar: self.sidecar.clone(),
+                    columns: self.columns.clone(),
+                    schema: self.schema.clone(),
+                    bounds: self.bounds.clone(),
+                }) as Arc<dyn PartitionStream>
+            })
+            .collect()
+    }
+}
+
+/// One partition of a sidecar scan.
+struct Part {
+    store: Arc<Store>,
+    chunks: Vec<ColumnChunk>,
+    /// Entries to decode after the chunks.
+    tail: Option<(u64, u64)>,
+    /// Sidecar columns to read, in file order.
+    read: Vec<usize>,
+    sidecar: Vec<usize>,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    bounds: EventBounds,
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkScan")
+            .field("chunks", &self.chunks.len())
+            .field("tail", &self.tail)
+            .field("bounds", &self.bounds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for Part {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let store = self.store.clone();
+        let chunks = self.chunks.clone();
+        let tail = self.tail;
+        let columns = self.columns.clone();
+        let schema = self.schema.clone();
+        let bounds = self.bounds.clone();
+        // Always read one column: a `count(*)` projects none, but its
+        // batches must still say how many rows they hold.
+        let read = match self.read.is_empty() {
+            true => vec![0],
+            false => self.read.clone(),
+        };
+        let pick: Vec<usize> = self
+            .sidecar
+            .iter()
+            .map(|s| read.iter().position(|r| r == s).unwrap_or(0))
+            .collect();
+        super::super::stream::blocking(self.schema.clone(), move |tx| {
+            for chunk in &chunks {
+                let ok = match store.read_column_chunk(chunk, &read) {
+                    Ok(Some(batches)) => send_chunk(batches, &pick, &schema, &tx),
+                    Ok(None) => leaf_rows::send(
+                        store.entries(chunk.start, chunk.end()),
+                        &columns,
+                        &schema,
+                        &tx,
+                    ),
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+                        false
+                    }
+                };
+                if !ok {
+                    return;
+                }
+            }
+            if let Some((from, to)) = tail {
+                let entries = store
+                    .entries(from, to)
+                    .filter(|e| e.as_ref().map_or(true, |e| within(e, &bounds)));
+                leaf_rows::send(entries, &columns, &schema, &tx);
+            }
+        })
+    }
+}
+
+/// Whether a decoded entry is within the bounds (the tail is filtered
+/// here, so that only matching rows are built).
+fn within(e: &Entry, b: &EventBounds) -> bool {
+    b.cluster
+        .as_deref()
+        .is_none_or(|c| e.event.cluster.as_deref() == Some(c))
+        && b.event_type
+            .as_deref()
+            .is_none_or(|t| e.event.event_type.as_str() == t)
+        && b.since.is_none_or(|s| e.event.time >= s)
+        && b.until.is_none_or(|u| e.event.time < u)
+        && b.recorded_since.is_none_or(|s| e.recorded_at >= s)
+        && b.recorded_until.is_none_or(|u| e.recorded_at < u)
+}
+
+/// Sends a chunk's batches as the projected schema; false once the
+/// consumer is gone or a read failed.
+fn send_chunk(
+    batches: annal_store::columns::ChunkBatches,
+    pick: &[usize],
+    schema: &SchemaRef,
+    tx: &Sender<Result<RecordBatch>>,
+) -> bool {
+    for batch in batches {
+        let out = batch
+            .map_err(|e| DataFusionError::External(Box::new(e)))
+            .and_then(|b| {
+                let arrays: Vec<ArrayRef> = pick.iter().map(|&p| b.column(p).clone()).collect();
+                let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+                Ok(RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    arrays,
+                    &options,
+                )?)
+            });
+        let failed = out.is_err();
+        if tx.blocking_send(out).is_err() || failed {
+            return false;
+        }
+    }
+    true
+}

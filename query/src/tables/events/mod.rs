@@ -1,0 +1,266 @@
+//! The `events` table: every entry of the log, one row each.
+//!
+//! A scan reads one of two ways. When it asks only for the envelope's
+//! top-level fields, it reads the store's columnar sidecar (Parquet chunks,
+//! [`annal_store::columns`]), skipping chunks whose time ranges and
+//! cluster/type counts rule them out, and decodes only the entries past
+//! the last chunk ([`chunks`]). When it needs `id` or `data`, or when a
+//! `cluster`/`type` filter matches few rows, it reads the entries through
+//! the store's indexes ([`crate::events::select`], as the CLI lists
+//! events) and decodes them ([`leaf_rows`]). Either way the scan runs on
+//! blocking threads that send Arrow batches through two-slot channels, so
+//! memory holds a few batches, never the log.
+
+mod chunks;
+mod leaf_rows;
+
+use std::sync::Arc;
+
+use annal_store::columns::{ColumnChunk, COLUMNS};
+use annal_store::Store;
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::Session;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+
+use crate::pushdown::EventBounds;
+use chunks::ChunkScan;
+
+/// A `cluster`/`type` filter is read through the indexes when the chunks
+/// say it matches fewer than one row in this many: decoding a leaf costs
+/// about that many column values.
+const INDEX_SELECTIVITY: u64 = 64;
+
+/// The `events` table over a store.
+pub struct EventsTable {
+    store: Arc<Store>,
+    schema: SchemaRef,
+}
+
+impl std::fmt::Debug for EventsTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventsTable").finish_non_exhaustive()
+    }
+}
+
+impl EventsTable {
+    /// The table over `store`.
+    pub fn new(store: Arc<Store>) -> Self {
+        EventsTable {
+            store,
+            schema: events_schema(),
+        }
+    }
+}
+
+/// The columns, in order.
+pub fn events_schema() -> SchemaRef {
+    let ts = || DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    Arc::new(Schema::new(vec![
+        Field::new("index", DataType::UInt64, false),
+        Field::new("recorded_at", ts(), false),
+        Field::new("time", ts(), false),
+        Field::new("type", DataType::Utf8, false),
+        Field::new("cluster", DataType::Utf8, true),
+        Field::new("id", DataType::Utf8, false),
+        Field::new("source", DataType::Utf8, true),
+        Field::new("principal", DataType::Utf8, true),
+        Field::new("impersonated", DataType::Utf8, true),
+        Field::new("field_manager", DataType::Utf8, true),
+        Field::new("controller", DataType::Utf8, true),
+        Field::new("credential", DataType::Utf8, true),
+        Field::new("app", DataType::Utf8, true),
+        Field::new("data", DataType::Utf8, false),
+    ]))
+}
+
+#[async_trait]
+impl TableProvider for EventsTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if EventBounds::understands(f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let columns: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let schema = Arc::new(self.schema.project(&columns)?);
+        let bounds = EventBounds::from_filters(filters);
+        let parts = state.config().target_partitions().max(1);
+        let partitions: Vec<Arc<dyn PartitionStream>> =
+            match self.chunk_scan(&columns, &schema, &bounds, limit, parts)? {
+                Some(scan) => scan.partitions(),
+                None => vec![Arc::new(EventScan {
+                    store: self.store.clone(),
+                    bounds,
+                    columns,
+                    schema: schema.clone(),
+                    limit,
+                })],
+            };
+        Ok(Arc::new(StreamingTableExec::try_new(
+            schema,
+            partitions,
+            None,
+            vec![],
+            false,
+            limit,
+        )?))
+    }
+}
+
+impl EventsTable {
+    /// The scan of the sidecar, when it serves this scan better than the
+    /// leaves.
+    fn chunk_scan(
+        &self,
+        columns: &[usize],
+        schema: &SchemaRef,
+        bounds: &EventBounds,
+        limit: Option<usize>,
+        parts: usize,
+    ) -> Result<Option<ChunkScan>> {
+        if limit.is_some() {
+            return Ok(None); // the leaves stop at the limit
+        }
+        let names = self.schema.fields();
+        let Some(sidecar) = columns
+            .iter()
+            .map(|&c| COLUMNS.iter().position(|n| *n == names[c].name()))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return Ok(None); // `id` or `data`: only the leaves have them
+        };
+        let all = self
+            .store
+            .column_chunks()
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let Some(covered) = all.last().map(ColumnChunk::end) else {
+            return Ok(None);
+        };
+        let chunks: Vec<ColumnChunk> = all.into_iter().filter(|c| may_hold(c, bounds)).collect();
+        if bounds.cluster.is_some() || bounds.event_type.is_some() {
+            // The chunks left are read whole; through the indexes, only
+            // the matching entries are decoded (the tail either way).
+            let rows: u64 = chunks.iter().map(|c| c.rows).sum();
+            let matching: u64 = chunks.iter().map(|c| matching_rows(c, bounds)).sum();
+            if matching.saturating_mul(INDEX_SELECTIVITY) < rows {
+                return Ok(None);
+            }
+        }
+        Ok(Some(ChunkScan {
+            store: self.store.clone(),
+            chunks,
+            covered,
+            sidecar,
+            columns: columns.to_vec(),
+            schema: schema.clone(),
+            bounds: bounds.clone(),
+            parts,
+        }))
+    }
+}
+
+/// Whether `chunk` may hold rows within `bounds` (by its ranges and counts).
+fn may_hold(chunk: &ColumnChunk, b: &EventBounds) -> bool {
+    let overlaps = |range: Option<(i64, i64)>, since: Option<i64>, until: Option<i64>| {
+        range.is_some_and(|(lo, hi)| since.is_none_or(|s| hi >= s) && until.is_none_or(|u| lo < u))
+    };
+    let micros = |t: Option<annal_schemas::Timestamp>| t.map(|t| t.unix_micros());
+    chunk.end() > b.from_index
+        && b.to_index.is_none_or(|t| chunk.start < t)
+        && overlaps(chunk.time, micros(b.since), micros(b.until))
+        && overlaps(
+            chunk.recorded,
+            micros(b.recorded_since),
+            micros(b.recorded_until),
+        )
+        && matching_rows(chunk, b) > 0
+}
+
+/// Rows of `chunk` the cluster and type bounds can match, at most.
+fn matching_rows(chunk: &ColumnChunk, b: &EventBounds) -> u64 {
+    let by_cluster = b
+        .cluster
+        .as_ref()
+        .map_or(chunk.rows, |c| chunk.clusters.get(c).copied().unwrap_or(0));
+    let by_type = b
+        .event_type
+        .as_ref()
+        .map_or(chunk.rows, |t| chunk.types.get(t).copied().unwrap_or(0));
+    by_cluster.min(by_type)
+}
+
+/// A scan of the leaves through the store's indexes.
+struct EventScan {
+    store: Arc<Store>,
+    bounds: EventBounds,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    limit: Option<usize>,
+}
+
+impl std::fmt::Debug for EventScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventScan")
+            .field("bounds", &self.bounds)
+            .field("columns", &self.columns)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for EventScan {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let store = self.store.clone();
+        let filter = self.bounds.to_filter().map(|mut f| {
+            f.limit = self.limit;
+            f
+        });
+        let columns = self.columns.clone();
+        let schema = self.schema.clone();
+        super::stream::blocking(self.schema.clone(), move |tx| {
+            let Some(filter) = filter else {
+                return; // a type no event has
+            };
+            let entries = crate::events::select(&store, &filter);
+            leaf_rows::send(entries, &columns, &schema, &tx);
+        })
+    }
+}

@@ -1,0 +1,236 @@
+//! The `events` table answers the same from the columnar sidecar as from
+//! the leaves: whatever the filters, chunk boundaries, entries past the
+//! last chunk and damaged chunk files. A query that also reads `id` (here
+//! through a filter the store cannot push down) is always answered from
+//! the leaves, so it is the reference.
+
+use std::sync::Arc;
+
+use annal_query::sql;
+use annal_schemas::Envelope;
+use annal_store::Store;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use proptest::prelude::*;
+use serde_json::json;
+
+const TYPES: [&str; 5] = [
+    "object.observed",
+    "app.sync",
+    "cluster.heartbeat",
+    "cluster.credential.revoked",
+    "controlplane.fenced",
+];
+
+#[derive(Clone, Debug)]
+struct Ev {
+    kind: usize,
+    cluster: u8,
+    minute: u32,
+    who: Option<u8>,
+}
+
+fn ev() -> impl Strategy<Value = Ev> {
+    (
+        0..TYPES.len(),
+        0u8..4,
+        0u32..600,
+        proptest::option::of(0u8..3),
+    )
+        .prop_map(|(kind, cluster, minute, who)| Ev {
+            kind,
+            cluster,
+            minute,
+            who,
+        })
+}
+
+fn envelope(n: usize, e: &Ev) -> Envelope {
+    let time = format!(
+        "2026-11-0{}T{:02}:{:02}:00Z",
+        1 + e.minute / 240,
+        (e.minute / 10) % 24,
+        e.minute % 60
+    );
+    let ty = TYPES[e.kind];
+    let data = match ty {
+        "object.observed" => json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("m{n}"), "namespace": "d"}}),
+        "app.sync" => {
+            json!({"app": format!("argocd:a{}", n % 3), "phase": "Succeeded", "revision": "r"})
+        }
+        "cluster.heartbeat" => json!({"agent": "a"}),
+        "cluster.credential.revoked" => json!({"principal": "p", "fingerprint": "fp1"}),
+        _ => json!({"controller": "argocd-old"}),
+    };
+    let mut v = json!({"schema": "annal.event/v1", "id": format!("e{n}"), "type": ty,
+        "time": time, "data": data});
+    if ty != "controlplane.fenced" {
+        v["cluster"] = json!(format!("c{}", e.cluster));
+    }
+    if let Some(w) = e.who {
+        v["actor"] = json!({"principal": format!("user{w}"), "credential": format!("fp{w}")});
+        v["source"] = json!("test");
+    }
+    Envelope::from_value(v).unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn ledger(events: &[Ev], chunk_rows: u64, batch: usize) -> (tempfile::TempDir, Arc<Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/sidecar").unwrap();
+    let store = Store::open(dir.path())
+        .unwrap()
+        .with_column_rows(chunk_rows);
+    let all: Vec<Envelope> = events
+        .iter()
+        .enumerate()
+        .map(|(n, e)| envelope(n, e))
+        .collect();
+    for part in all.chunks(batch.max(1)) {
+        store.append(part.to_vec()).unwrap();
+    }
+    store.wait_for_columns().unwrap();
+    (dir, Arc::new(store))
+}
+
+async fn text(ctx: &datafusion::prelude::SessionContext, q: &str) -> String {
+    let answer = sql::run(ctx, q)
+        .await
+        .unwrap_or_else(|e| panic!("{q}: {e}"));
+    pretty_format_batches(&answer.batches).unwrap().to_string()
+}
+
+const COLUMNS: &str = r#""index", recorded_at, "time", "type", cluster, source, principal,
+    impersonated, field_manager, controller, credential, app"#;
+
+/// Each query as the sidecar answers it and as the leaves do.
+fn pairs(pred: &str) -> Vec<(String, String)> {
+    let leaves = format!("({pred}) AND length(id) >= 0");
+    let q = |p: &str| {
+        vec![
+            format!("SELECT {COLUMNS} FROM events WHERE {p} ORDER BY index"),
+            format!(
+                "SELECT cluster, principal, date_trunc('hour', time) AS h, count(*) AS n \
+                 FROM events WHERE {p} GROUP BY cluster, principal, h ORDER BY cluster, principal, h"
+            ),
+            format!("SELECT count(*) AS n FROM events WHERE {p}"),
+        ]
+    };
+    q(pred).into_iter().zip(q(&leaves)).collect()
+}
+
+fn predicates(recorded_mid: &str) -> Vec<String> {
+    vec![
+        "true".into(),
+        "cluster = 'c1'".into(),
+        "type = 'app.sync'".into(),
+        "type = 'cluster.credential.revoked'".into(),
+        "type = 'no.such.type'".into(),
+        "cluster = 'c2' AND type = 'object.observed'".into(),
+        "time >= '2026-11-01T12:00:00Z' AND time < '2026-11-02T06:00:00Z'".into(),
+        format!("recorded_at <= '{recorded_mid}'"),
+        format!("recorded_at > '{recorded_mid}' AND cluster = 'c3'"),
+        "index >= 7 AND index < 30".into(),
+        "principal NOT LIKE 'system:%' AND type IN ('object.observed', 'app.sync')".into(),
+    ]
+}
+
+fn check_all(store: &Arc<Store>) {
+    let mid = store
+        .entry(store.size() / 2)
+        .unwrap()
+        .unwrap()
+        .recorded_at
+        .to_string();
+    runtime().block_on(async {
+        let ctx = sql::session(store.clone()).await.unwrap();
+        for pred in predicates(&mid) {
+            for (sidecar, leaves) in pairs(&pred) {
+                assert_eq!(
+                    text(&ctx, &sidecar).await,
+                    text(&ctx, &leaves).await,
+                    "{sidecar}"
+                );
+            }
+        }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn the_sidecar_answers_as_the_leaves_do(
+        events in proptest::collection::vec(ev(), 1..160),
+        chunk_rows in 3u64..40,
+        batch in 1usize..50,
+    ) {
+        let (_dir, store) = ledger(&events, chunk_rows, batch);
+        check_all(&store);
+    }
+}
+
+#[test]
+fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
+    // One revocation among 300 events.
+    let events: Vec<Ev> = (0..300)
+        .map(|n| Ev {
+            kind: if n == 50 { 3 } else { [0, 1, 2, 4][n % 4] },
+            cluster: (n % 4) as u8,
+            minute: n as u32 * 5,
+            who: Some((n % 3) as u8),
+        })
+        .collect();
+    let (_dir, store) = ledger(&events, 128, 7);
+    assert_eq!(store.column_chunks().unwrap().len(), 2);
+    runtime().block_on(async {
+        let ctx = sql::session(store.clone()).await.unwrap();
+        let plan = |q: &str| format!("EXPLAIN {q}");
+        let sidecar = text(
+            &ctx,
+            &plan("SELECT principal, count(*) FROM events GROUP BY principal"),
+        )
+        .await;
+        assert!(sidecar.contains("partition_sizes=2"), "{sidecar}");
+        let leaves = text(&ctx, &plan("SELECT id FROM events")).await;
+        assert!(leaves.contains("partition_sizes=1"), "{leaves}");
+        // A rare type is read through the type index, not the chunks.
+        let rare = text(
+            &ctx,
+            &plan("SELECT time FROM events WHERE type = 'cluster.credential.revoked'"),
+        )
+        .await;
+        assert!(rare.contains("partition_sizes=1"), "{rare}");
+    });
+}
+
+#[test]
+fn a_damaged_chunk_is_answered_from_the_leaves() {
+    let events: Vec<Ev> = (0..100)
+        .map(|n| Ev {
+            kind: n % 5,
+            cluster: (n % 4) as u8,
+            minute: n as u32 * 5,
+            who: Some((n % 3) as u8),
+        })
+        .collect();
+    let (dir, store) = ledger(&events, 16, 7);
+    drop(store);
+    let chunk = dir
+        .path()
+        .join("columns")
+        .join(format!("{:020}.parquet", 32));
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&chunk, bytes).unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    check_all(&store);
+}

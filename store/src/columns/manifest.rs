@@ -1,0 +1,202 @@
+//! `DATA/columns/manifest`: one line per chunk written, the chunks' index.
+//!
+//! Each line is `<check> <json>`, where `check` is the first 16 bytes of
+//! the BLAKE3 of the JSON (hex): a torn or damaged line fails it, and it
+//! and every line after it are ignored (their chunks are written again).
+//! A later line for the same start replaces an earlier one (a chunk
+//! rebuilt after damage). Readers take the chain of chunks from index 0,
+//! each starting where the previous one ends.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::StoreError;
+
+/// The manifest's file name.
+pub(crate) const FILE: &str = "manifest";
+
+/// One chunk of the sidecar: `rows` entries from `start`, in one Parquet
+/// file, with what a scan needs to skip it unread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnChunk {
+    /// Log index of its first row.
+    pub start: u64,
+    /// Rows (entries) it holds.
+    pub rows: u64,
+    /// Length of its file.
+    pub bytes: u64,
+    /// BLAKE3 of its file (hex): a file that does not match is never read.
+    pub blake3: String,
+    /// Merkle root of the log at `start + rows` (hex): chunks of another
+    /// history are never trusted.
+    pub root: String,
+    /// Valid time of its rows, min and max (Unix microseconds).
+    pub time: Option<(i64, i64)>,
+    /// System time (`recorded_at`) of its rows, min and max.
+    pub recorded: Option<(i64, i64)>,
+    /// Rows per cluster.
+    pub clusters: BTreeMap<String, u64>,
+    /// Rows per event type.
+    pub types: BTreeMap<String, u64>,
+}
+
+impl ColumnChunk {
+    /// Log index just past its last row.
+    pub fn end(&self) -> u64 {
+        self.start + self.rows
+    }
+
+    /// Its file in the sidecar directory `dir`.
+    pub(crate) fn path(&self, dir: &Path) -> PathBuf {
+        file_name(dir, self.start)
+    }
+}
+
+/// Where the chunk starting at `start` lives.
+pub(crate) fn file_name(dir: &Path, start: u64) -> PathBuf {
+    dir.join(format!("{start:020}.parquet"))
+}
+
+fn check(json: &[u8]) -> String {
+    crate::merkle::to_hex(blake3::hash(json).as_bytes())[..32].to_string()
+}
+
+/// What a manifest holds.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    /// The chain from index 0.
+    pub(crate) chain: Vec<ColumnChunk>,
+    /// Whether the file holds anything besides the chain (damaged or
+    /// replaced lines, chunks past a gap): the writer rewrites it.
+    pub(crate) untidy: bool,
+}
+
+/// Reads the manifest in `dir` (an absent one is empty).
+pub(crate) fn load(dir: &Path) -> Result<Loaded, StoreError> {
+    let path = dir.join(FILE);
+    let text = match fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    let mut by_start: HashMap<u64, ColumnChunk> = HashMap::new();
+    let mut lines = 0usize;
+    let mut untidy = false;
+    // Only newline-terminated lines: the last may be half written.
+    let mut rest = &text[..];
+    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+        let line = &rest[..nl];
+        rest = &rest[nl + 1..];
+        let parsed = line
+            .iter()
+            .position(|&b| b == b' ')
+            .filter(|&sp| line[..sp] == *check(&line[sp + 1..]).as_bytes())
+            .and_then(|sp| serde_json::from_slice::<ColumnChunk>(&line[sp + 1..]).ok());
+        let Some(chunk) = parsed.filter(|c| c.rows > 0) else {
+            untidy = true;
+            break;
+        };
+        lines += 1;
+        by_start.insert(chunk.start, chunk);
+    }
+    untidy |= !rest.is_empty();
+    let mut chain = Vec::with_capacity(by_start.len());
+    let mut next = 0;
+    while let Some(chunk) = by_start.remove(&next) {
+        next = chunk.end();
+        chain.push(chunk);
+    }
+    untidy |= !by_start.is_empty() || lines != chain.len();
+    Ok(Loaded { chain, untidy })
+}
+
+fn line(chunk: &ColumnChunk) -> Result<Vec<u8>, StoreError> {
+    let json = serde_json::to_vec(chunk)
+        .map_err(|e| StoreError::Corrupt(format!("column manifest: {e}")))?;
+    let mut line = check(&json).into_bytes();
+    line.push(b' ');
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// Adds `chunk` to the manifest in `dir`, durably.
+pub(crate) fn append(dir: &Path, chunk: &ColumnChunk) -> Result<(), StoreError> {
+    let path = dir.join(FILE);
+    let io = |e| StoreError::io(&path, e);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io)?;
+    file.write_all(&line(chunk)?).map_err(io)?;
+    file.sync_data().map_err(io)
+}
+
+/// Replaces the manifest in `dir` with exactly `chain` (by rename).
+pub(crate) fn rewrite(dir: &Path, chain: &[ColumnChunk]) -> Result<(), StoreError> {
+    let path = dir.join(FILE);
+    let tmp = dir.join("manifest.tmp");
+    let mut bytes = Vec::new();
+    for c in chain {
+        bytes.extend(line(c)?);
+    }
+    let io = |e| StoreError::io(&path, e);
+    let mut file = fs::File::create(&tmp).map_err(io)?;
+    file.write_all(&bytes).map_err(io)?;
+    file.sync_data().map_err(io)?;
+    fs::rename(&tmp, &path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(start: u64, rows: u64) -> ColumnChunk {
+        ColumnChunk {
+            start,
+            rows,
+            bytes: 10,
+            blake3: "00".into(),
+            root: "11".into(),
+            time: Some((1, 2)),
+            recorded: None,
+            clusters: BTreeMap::from([("c".to_string(), rows)]),
+            types: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn the_chain_stops_at_damage_and_later_lines_replace_earlier_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        for c in [chunk(0, 4), chunk(4, 4), chunk(0, 4), chunk(8, 2)] {
+            append(dir.path(), &c).unwrap();
+        }
+        let loaded = load(dir.path()).unwrap();
+        assert_eq!(loaded.chain, vec![chunk(0, 4), chunk(4, 4), chunk(8, 2)]);
+        assert!(loaded.untidy, "a replaced line is untidy");
+
+        rewrite(dir.path(), &loaded.chain).unwrap();
+        let tidy = load(dir.path()).unwrap();
+        assert_eq!(tidy.chain, loaded.chain);
+        assert!(!tidy.untidy);
+
+        // One flipped byte in the second line: only the first chunk is left.
+        let path = dir.path().join(FILE);
+        let mut bytes = fs::read(&path).unwrap();
+        let second = bytes.iter().position(|&b| b == b'\n').unwrap() + 40;
+        bytes[second] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        let damaged = load(dir.path()).unwrap();
+        assert_eq!(damaged.chain, vec![chunk(0, 4)]);
+        assert!(damaged.untidy);
+
+        // A half-written last line is ignored.
+        fs::write(&path, &line(&chunk(0, 4)).unwrap()[..30]).unwrap();
+        assert!(load(dir.path()).unwrap().chain.is_empty());
+    }
+}

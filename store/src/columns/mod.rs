@@ -1,0 +1,187 @@
+//! The columnar sidecar under `DATA/columns/`: the envelope's top-level
+//! fields (index, times, type, cluster, source, actor, app) of every entry,
+//! in Parquet chunks of [`CHUNK_ROWS`] entries, so that a full scan of the
+//! `events` table reads a few compressed columns instead of parsing every
+//! leaf's JSON, and skips chunks by their time ranges and counts.
+//!
+//! Like every index it is a cache of the leaves, with one invariant:
+//! **a chunk is read only if its file's BLAKE3 is the one its manifest
+//! line names, and the manifest's chain ends at a size whose root is the
+//! log's root.** Files are written whole and renamed into place before
+//! their line is added ([`manifest`]); the writer ([`seal`]) builds them
+//! in the background, from the rows commits hand it, or from the leaves
+//! for rows it did not see commit. Entries past the last chunk, and any
+//! chunk whose file does not match, are read from the leaves instead.
+
+mod file;
+pub(crate) mod manifest;
+mod row;
+mod seal;
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use arrow_array::RecordBatch;
+
+pub use manifest::ColumnChunk;
+pub(crate) use row::Row;
+pub use row::{app_of, schema, COLUMNS};
+use seal::Sealer;
+
+use crate::leaves::Segments;
+use crate::merkle;
+use crate::tree::TreeFiles;
+use crate::StoreError;
+
+/// Entries per chunk: about 1 MB of Parquet, small enough to skip by time
+/// at a fleet's daily volume, large enough that 10M entries are 153 files.
+pub const CHUNK_ROWS: u64 = 65_536;
+
+/// Batches of one chunk, projected.
+pub type ChunkBatches = Box<dyn Iterator<Item = Result<RecordBatch, StoreError>> + Send>;
+
+/// The sidecar of one open store.
+pub(crate) struct Columns {
+    dir: PathBuf,
+    /// Files whose hash this process has checked: `(start, blake3)`.
+    verified: Mutex<HashSet<(u64, String)>>,
+    /// The writer's side, once the open-time check passed.
+    sealer: OnceLock<Sealer>,
+}
+
+impl Columns {
+    pub(crate) fn new(dir: PathBuf) -> Columns {
+        Columns {
+            dir,
+            verified: Mutex::new(HashSet::new()),
+            sealer: OnceLock::new(),
+        }
+    }
+
+    /// Takes the writer's side for a log of `size` entries: a chain that
+    /// passes the log or ends at another root is dropped, files cut short
+    /// are queued to rebuild, files no line names are removed.
+    pub(crate) fn start_writer(
+        &self,
+        segments: Segments,
+        tree: TreeFiles,
+        size: u64,
+    ) -> Result<(), StoreError> {
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let loaded = manifest::load(&self.dir)?;
+        let mut chain = loaded.chain;
+        let mut untidy = loaded.untidy;
+        if let Some(last) = chain.last() {
+            let ours = last.end() <= size
+                && merkle::to_hex(&merkle::root_at(last.end(), &mut |id| tree.read(id))?)
+                    == last.root;
+            if !ours {
+                chain.clear();
+                untidy = true;
+            }
+        }
+        let named: HashSet<PathBuf> = chain.iter().map(|c| c.path(&self.dir)).collect();
+        for entry in fs::read_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))? {
+            let path = entry.map_err(|e| StoreError::io(&self.dir, e))?.path();
+            let chunk_file = matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("parquet" | "tmp")
+            );
+            if chunk_file && !named.contains(&path) {
+                fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+            }
+        }
+        if untidy {
+            manifest::rewrite(&self.dir, &chain)?;
+        }
+        let damaged = chain
+            .iter()
+            .filter(|c| file_len(&c.path(&self.dir)) != Some(c.bytes))
+            .map(|c| (c.start, c.end()))
+            .collect();
+        let covered = chain.last().map_or(0, ColumnChunk::end);
+        let sealer = Sealer::new(
+            self.dir.clone(),
+            segments,
+            tree,
+            CHUNK_ROWS,
+            covered,
+            damaged,
+        );
+        let _ = self.sealer.set(sealer);
+        Ok(())
+    }
+
+    /// The writer's side, if this process writes.
+    pub(crate) fn sealer(&self) -> Option<&Sealer> {
+        self.sealer.get()
+    }
+
+    /// The chain of chunks within the first `size` entries.
+    pub(crate) fn chunks(&self, size: u64) -> Result<Vec<ColumnChunk>, StoreError> {
+        let mut chain = manifest::load(&self.dir)?.chain;
+        chain.retain(|c| c.end() <= size);
+        Ok(chain)
+    }
+
+    /// The batches of `chunk` with `columns` (positions in [`COLUMNS`]);
+    /// `None` when its file is not the one the manifest names (the writer
+    /// then builds it again).
+    pub(crate) fn read(
+        &self,
+        chunk: &ColumnChunk,
+        columns: &[usize],
+    ) -> Result<Option<ChunkBatches>, StoreError> {
+        let path = chunk.path(&self.dir);
+        let key = (chunk.start, chunk.blake3.clone());
+        let known = self.lock_verified().contains(&key);
+        let bytes = if known {
+            fs::read(&path).ok().map(bytes::Bytes::from)
+        } else {
+            file::read_checked(&path, &chunk.blake3)
+        };
+        let Some(bytes) = bytes.filter(|b| b.len() as u64 == chunk.bytes) else {
+            self.lock_verified().remove(&key);
+            if let Some(s) = self.sealer() {
+                s.rebuild(chunk.start, chunk.end());
+            }
+            return Ok(None);
+        };
+        if !known {
+            self.lock_verified().insert(key);
+        }
+        let reader = file::decode(bytes, columns)?;
+        Ok(Some(Box::new(reader.map(|b| {
+            b.map_err(|e| StoreError::Corrupt(format!("column chunk: {e}")))
+        }))))
+    }
+
+    fn lock_verified(&self) -> std::sync::MutexGuard<'_, HashSet<(u64, String)>> {
+        self.verified.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Empties the sidecar (a rebuild of every index).
+    pub(crate) fn clear(&self) -> Result<(), StoreError> {
+        if let Some(s) = self.sealer() {
+            s.reset(0);
+        }
+        manifest::rewrite(&self.dir, &[])?;
+        for entry in fs::read_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))? {
+            let path = entry.map_err(|e| StoreError::io(&self.dir, e))?.path();
+            if path.extension().and_then(|e| e.to_str()) == Some("parquet") {
+                fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+            }
+        }
+        self.lock_verified().clear();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn file_len(path: &Path) -> Option<u64> {
+    fs::metadata(path).ok().map(|m| m.len())
+}

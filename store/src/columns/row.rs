@@ -1,0 +1,224 @@
+//! One entry's row in the sidecar, and the builders a chunk fills.
+//!
+//! The columns are the envelope's top-level fields, the ones full scans
+//! filter and group on; `id` and `data` stay in the leaves (an `id` is
+//! answered by the id index, and `data` is the JSON itself).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use annal_schemas::{Envelope, EventType, Timestamp};
+use arrow_array::builder::{
+    ArrayBuilder, StringBuilder, TimestampMicrosecondBuilder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
+
+/// The sidecar's columns, in file order (named as the `events` table names
+/// them).
+pub const COLUMNS: [&str; 12] = [
+    "index",
+    "recorded_at",
+    "time",
+    "type",
+    "cluster",
+    "source",
+    "principal",
+    "impersonated",
+    "field_manager",
+    "controller",
+    "credential",
+    "app",
+];
+
+/// The Arrow schema of a chunk.
+pub fn schema() -> SchemaRef {
+    let ts = || DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    let mut fields = vec![
+        Field::new("index", DataType::UInt64, false),
+        Field::new("recorded_at", ts(), false),
+        Field::new("time", ts(), false),
+        Field::new("type", DataType::Utf8, false),
+    ];
+    fields.extend(
+        COLUMNS[4..]
+            .iter()
+            .map(|c| Field::new(*c, DataType::Utf8, true)),
+    );
+    Arc::new(Schema::new(fields))
+}
+
+/// What the sidecar keeps of one envelope besides its cluster, type and
+/// time (which the key indexes take too).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Row {
+    source: Option<String>,
+    principal: Option<String>,
+    impersonated: Option<String>,
+    field_manager: Option<String>,
+    controller: Option<String>,
+    credential: Option<String>,
+    app: Option<String>,
+}
+
+impl Row {
+    pub(crate) fn of(event: &Envelope) -> Row {
+        let actor = event.actor.as_ref();
+        let field =
+            |f: fn(&annal_schemas::Actor) -> &Option<String>| actor.and_then(|a| f(a).clone());
+        Row {
+            source: event.source.clone(),
+            principal: field(|a| &a.principal),
+            impersonated: field(|a| &a.impersonated),
+            field_manager: field(|a| &a.field_manager),
+            controller: field(|a| &a.controller),
+            credential: field(|a| &a.credential),
+            app: app_of(event),
+        }
+    }
+}
+
+/// The app an event is about: `data.app` of the `app.*` events and of
+/// `controller.metrics` (the only types whose data has one at the top).
+pub fn app_of(event: &Envelope) -> Option<String> {
+    let has_app = event.event_type.as_str().starts_with("app.")
+        || event.event_type == EventType::ControllerMetrics;
+    if !has_app {
+        return None;
+    }
+    event.data.get("app")?.as_str().map(str::to_string)
+}
+
+/// Rows of one chunk being built, with the statistics its manifest line
+/// records.
+pub(crate) struct Rows {
+    /// Log index of the first row.
+    pub(crate) start: u64,
+    index: UInt64Builder,
+    recorded_at: TimestampMicrosecondBuilder,
+    time: TimestampMicrosecondBuilder,
+    event_type: StringBuilder,
+    text: [StringBuilder; 8],
+    pub(crate) stats: Stats,
+}
+
+/// What a chunk holds, for skipping it without reading it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// Valid time, min and max (Unix microseconds).
+    pub(crate) time: Option<(i64, i64)>,
+    /// System time, min and max.
+    pub(crate) recorded: Option<(i64, i64)>,
+    /// Rows per cluster (rows without one are not counted).
+    pub(crate) clusters: BTreeMap<String, u64>,
+    /// Rows per type.
+    pub(crate) types: BTreeMap<String, u64>,
+}
+
+fn widen(range: &mut Option<(i64, i64)>, v: i64) {
+    *range = Some(match *range {
+        Some((lo, hi)) => (lo.min(v), hi.max(v)),
+        None => (v, v),
+    });
+}
+
+impl Rows {
+    pub(crate) fn new(start: u64) -> Rows {
+        Rows {
+            start,
+            index: UInt64Builder::new(),
+            recorded_at: TimestampMicrosecondBuilder::new(),
+            time: TimestampMicrosecondBuilder::new(),
+            event_type: StringBuilder::new(),
+            text: std::array::from_fn(|_| StringBuilder::new()),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Rows held.
+    pub(crate) fn len(&self) -> u64 {
+        self.index.len() as u64
+    }
+
+    /// The index the next row must have.
+    pub(crate) fn next(&self) -> u64 {
+        self.start + self.len()
+    }
+
+    pub(crate) fn push(
+        &mut self,
+        recorded_at: Timestamp,
+        cluster: Option<&str>,
+        event_type: EventType,
+        time: Timestamp,
+        row: &Row,
+    ) {
+        let index = self.next();
+        self.index.append_value(index);
+        let (rec, t) = (recorded_at.unix_micros(), time.unix_micros());
+        self.recorded_at.append_value(rec);
+        self.time.append_value(t);
+        self.event_type.append_value(event_type.as_str());
+        let texts = [
+            cluster,
+            row.source.as_deref(),
+            row.principal.as_deref(),
+            row.impersonated.as_deref(),
+            row.field_manager.as_deref(),
+            row.controller.as_deref(),
+            row.credential.as_deref(),
+            row.app.as_deref(),
+        ];
+        for (b, v) in self.text.iter_mut().zip(texts) {
+            b.append_option(v);
+        }
+        widen(&mut self.stats.time, t);
+        widen(&mut self.stats.recorded, rec);
+        if let Some(c) = cluster {
+            *self.stats.clusters.entry(c.to_string()).or_default() += 1;
+        }
+        *self
+            .stats
+            .types
+            .entry(event_type.as_str().to_string())
+            .or_default() += 1;
+    }
+
+    /// The rows as one batch, and their statistics.
+    pub(crate) fn finish(mut self) -> Result<(RecordBatch, Stats), ArrowError> {
+        let ts = |b: &mut TimestampMicrosecondBuilder| -> ArrayRef {
+            Arc::new(b.finish().with_timezone("UTC"))
+        };
+        let mut arrays: Vec<ArrayRef> = vec![
+            Arc::new(self.index.finish()),
+            ts(&mut self.recorded_at),
+            ts(&mut self.time),
+            Arc::new(self.event_type.finish()),
+        ];
+        arrays.extend(
+            self.text
+                .iter_mut()
+                .map(|b| Arc::new(b.finish()) as ArrayRef),
+        );
+        Ok((RecordBatch::try_new(schema(), arrays)?, self.stats))
+    }
+}
+
+impl Stats {
+    /// Both chunks' rows, as one.
+    pub(crate) fn merge(mut self, other: Stats) -> Stats {
+        for v in other.time.into_iter().flat_map(|(a, b)| [a, b]) {
+            widen(&mut self.time, v);
+        }
+        for v in other.recorded.into_iter().flat_map(|(a, b)| [a, b]) {
+            widen(&mut self.recorded, v);
+        }
+        for (k, n) in other.clusters {
+            *self.clusters.entry(k).or_default() += n;
+        }
+        for (k, n) in other.types {
+            *self.types.entry(k).or_default() += n;
+        }
+        self
+    }
+}

@@ -1,0 +1,260 @@
+//! The sidecar against the leaves it is a cache of.
+
+use std::path::Path;
+
+use annal_schemas::Envelope;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{TimestampMicrosecondType, UInt64Type};
+use arrow_array::Array;
+use proptest::prelude::*;
+
+use super::COLUMNS;
+use crate::Store;
+
+/// One row as the sidecar holds it: index, recorded_at, time, type, and
+/// the optional text columns.
+type Model = (u64, i64, i64, String, Vec<Option<String>>);
+
+fn event(n: u64) -> Envelope {
+    let cluster = format!("c{}", n % 3);
+    let json = match n % 4 {
+        0 => format!(
+            r#"{{"schema":"annal.event/v1","id":"e{n}","type":"app.sync","time":"2026-11-01T10:{:02}:00Z",
+            "cluster":"{cluster}","source":"argocd","actor":{{"controller":"argocd","credential":"fp{n}"}},
+            "data":{{"app":"argocd:a{}","phase":"Succeeded","revision":"r"}}}}"#,
+            n % 60,
+            n % 5
+        ),
+        1 => format!(
+            r#"{{"schema":"annal.event/v1","id":"e{n}","type":"cluster.heartbeat","time":"2026-11-0{}T10:00:00Z",
+            "cluster":"{cluster}","data":{{"agent":"a"}}}}"#,
+            1 + n % 9
+        ),
+        2 => format!(
+            r#"{{"schema":"annal.event/v1","id":"e{n}","type":"object.observed","time":"2026-11-01T09:00:00Z",
+            "cluster":"{cluster}","actor":{{"principal":"alice","impersonated":"bob","field_manager":"kubectl"}},
+            "data":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"m{n}","namespace":"d"}},"app":"not-an-app"}}}}"#
+        ),
+        _ => format!(
+            r#"{{"schema":"annal.event/v1","id":"e{n}","type":"controlplane.fenced","time":"2026-10-31T23:59:59Z",
+            "data":{{"controller":"argocd-old"}}}}"#
+        ),
+    };
+    Envelope::parse(json.as_bytes()).unwrap()
+}
+
+/// What the leaves say.
+fn expected(store: &Store) -> Vec<Model> {
+    store
+        .entries(0, store.size())
+        .map(|e| {
+            let e = e.unwrap();
+            let a = e.event.actor.clone().unwrap_or_default();
+            let app = e
+                .event
+                .data
+                .get("app")
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            let app = app.filter(|_| e.event.event_type.as_str().starts_with("app."));
+            (
+                e.index,
+                e.recorded_at.unix_micros(),
+                e.event.time.unix_micros(),
+                e.event.event_type.as_str().to_string(),
+                vec![
+                    e.event.cluster.clone(),
+                    e.event.source.clone(),
+                    a.principal,
+                    a.impersonated,
+                    a.field_manager,
+                    a.controller,
+                    a.credential,
+                    app,
+                ],
+            )
+        })
+        .collect()
+}
+
+/// What the chunks say (every column), and where they end.
+fn in_chunks(store: &Store) -> (Vec<Model>, u64) {
+    let all: Vec<usize> = (0..COLUMNS.len()).collect();
+    let mut rows = Vec::new();
+    let mut next = 0;
+    for chunk in store.column_chunks().unwrap() {
+        assert_eq!(chunk.start, next, "the chain is contiguous");
+        next = chunk.end();
+        let batches = store
+            .read_column_chunk(&chunk, &all)
+            .unwrap()
+            .expect("intact");
+        for b in batches {
+            let b = b.unwrap();
+            for i in 0..b.num_rows() {
+                let text = |c: usize| {
+                    let a = b.column(c).as_string::<i32>();
+                    a.is_valid(i).then(|| a.value(i).to_string())
+                };
+                rows.push((
+                    b.column(0).as_primitive::<UInt64Type>().value(i),
+                    b.column(1)
+                        .as_primitive::<TimestampMicrosecondType>()
+                        .value(i),
+                    b.column(2)
+                        .as_primitive::<TimestampMicrosecondType>()
+                        .value(i),
+                    text(3).unwrap(),
+                    (4..12).map(text).collect(),
+                ));
+            }
+        }
+    }
+    (rows, next)
+}
+
+fn open(dir: &Path, rows: u64) -> Store {
+    Store::open(dir).unwrap().with_column_rows(rows)
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Append(u64),
+    Reopen,
+    Crash,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (1u64..12).prop_map(Op::Append),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Crash),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Whatever the batches, reopenings and crashes, the chunks hold
+    /// exactly the leaves' fields, from index 0 without a gap, and once
+    /// the writer has caught up they cover every whole chunk of the log.
+    #[test]
+    fn chunks_hold_exactly_what_the_leaves_say(rows in 2u64..9, ops in proptest::collection::vec(op(), 1..24)) {
+        let dir = tempfile::tempdir().unwrap();
+        Store::init(dir.path(), "annal.test/columns").unwrap();
+        let mut store = open(dir.path(), rows);
+        let mut n = 0;
+        for op in ops {
+            match op {
+                Op::Append(k) => {
+                    store.append((n..n + k).map(event).collect()).unwrap();
+                    n += k;
+                }
+                Op::Reopen => {
+                    drop(store);
+                    store = open(dir.path(), rows);
+                }
+                Op::Crash => {
+                    store.abandon();
+                    store = open(dir.path(), rows);
+                }
+            }
+            let (chunked, end) = in_chunks(&store);
+            let leaves = expected(&store);
+            prop_assert_eq!(&chunked[..], &leaves[..end as usize]);
+        }
+        store.catch_up_columns();
+        store.wait_for_columns().unwrap();
+        let (chunked, end) = in_chunks(&store);
+        let leaves = expected(&store);
+        prop_assert_eq!(end, n - n % rows);
+        prop_assert_eq!(&chunked[..], &leaves[..end as usize]);
+    }
+}
+
+fn filled(rows: u64, events: u64) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/columns").unwrap();
+    let store = open(dir.path(), rows);
+    for n in (0..events).step_by(7) {
+        store
+            .append((n..(n + 7).min(events)).map(event).collect())
+            .unwrap();
+    }
+    store.wait_for_columns().unwrap();
+    (dir, store)
+}
+
+#[test]
+fn a_changed_chunk_file_is_never_read_and_is_rebuilt() {
+    let (dir, store) = filled(10, 45);
+    let chunks = store.column_chunks().unwrap();
+    assert_eq!(chunks.len(), 4);
+    let path = chunks[1].path(&dir.path().join("columns"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    // A fresh process has not checked the file yet.
+    drop(store);
+    let store = open(dir.path(), 10);
+    assert!(store.read_column_chunk(&chunks[1], &[0]).unwrap().is_none());
+    store.wait_for_columns().unwrap();
+    let (chunked, end) = in_chunks(&store);
+    assert_eq!(end, 40);
+    assert_eq!(chunked[..], expected(&store)[..40]);
+}
+
+#[test]
+fn a_cut_chunk_file_is_found_on_open_and_rebuilt() {
+    let (dir, store) = filled(10, 45);
+    drop(store);
+    let path = crate::columns::manifest::file_name(&dir.path().join("columns"), 20);
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let store = open(dir.path(), 10);
+    store.wait_for_columns().unwrap();
+    let (chunked, end) = in_chunks(&store);
+    assert_eq!(end, 40);
+    assert_eq!(chunked[..], expected(&store)[..40]);
+}
+
+#[test]
+fn chunks_of_another_history_are_dropped() {
+    let (dir, store) = filled(10, 30);
+    drop(store);
+    // Another ledger's sidecar, copied over this one's.
+    let (other, other_store) = filled(10, 25);
+    drop(other_store);
+    let ours = dir.path().join("columns");
+    std::fs::remove_dir_all(&ours).unwrap();
+    std::fs::create_dir(&ours).unwrap();
+    for f in std::fs::read_dir(other.path().join("columns")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, ours.join(f.file_name().unwrap())).unwrap();
+    }
+    let store = open(dir.path(), 10);
+    assert!(
+        store.column_chunks().unwrap().is_empty(),
+        "another root: dropped"
+    );
+    store.catch_up_columns();
+    store.wait_for_columns().unwrap();
+    let (chunked, end) = in_chunks(&store);
+    assert_eq!(end, 30);
+    assert_eq!(chunked, expected(&store));
+}
+
+#[test]
+fn reindex_rebuilds_the_sidecar() {
+    let (_dir, store) = filled(10, 33);
+    let before = in_chunks(&store);
+    let (_, rebuilt) = store.reindex().unwrap();
+    assert!(rebuilt.contains(&"column sidecar"));
+    assert_eq!(in_chunks(&store), before);
+}
