@@ -335,6 +335,17 @@ pub struct IngestArgs {
     #[arg(long)]
     pub no_progress: bool,
 
+    /// Bearer token (ingest role) for when `annal serve --tokens` writes
+    /// the ledger and the input goes through it; prefer the environment
+    /// variable, which other users' `ps` does not show.
+    #[arg(
+        long,
+        env = "ANNAL_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+
     /// Files to read; `-` reads standard input.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,

@@ -99,9 +99,28 @@ fn read_commands_beside_a_serving_writer_give_the_servers_answers() {
         assert_eq!(proof["root"], v["root"]);
     }
 
-    // A second writer is refused, naming the one that writes.
+    // `annal ingest` goes through the server, under the same load; a
+    // second writer of another kind is refused by name.
     let file = ledger.file("more.jsonl", &batch("more", "fixed", 3));
-    let out = ledger.run(&["ingest", file.to_str().unwrap()]);
+    let out = ledger.run(&["ingest", file.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sending the input through it"),
+        "{}",
+        stderr(&out)
+    );
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (done["appended"].as_u64(), done["duplicates"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert_eq!(done["server"], format!("http://{}", server.addr));
+    let (_, api) = server.sql(
+        None,
+        "select count(*) as n from events where cluster = 'fixed'",
+    );
+    assert_eq!(api["rows"][0]["n"], 303);
+    let out = ledger.run(&["reindex"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(
         stderr(&out).contains("is being written by process") && stderr(&out).contains("/v1/events"),
@@ -114,5 +133,118 @@ fn read_commands_beside_a_serving_writer_give_the_servers_answers() {
     assert!(rounds > 0);
     // With the load done, a reader sees everything the server committed.
     let (_, status) = ledger.json(&["status"]);
-    assert_eq!(status["size"], 300 + 200 * rounds);
+    assert_eq!(status["size"], 303 + 200 * rounds);
+}
+
+#[test]
+fn ingest_beside_a_server_sends_each_file_through_it_with_its_token_and_rejections() {
+    const INGEST: &str = "ingest-token-0123456789";
+    const READ: &str = "read-token-0123456789ab";
+    let ledger = Ledger::new();
+    let tokens = ledger.file("tokens", &format!("ingest {INGEST}\nread {READ}\n"));
+    let server = Server::start(&ledger, &["--tokens", tokens.to_str().unwrap()]);
+    // One bad line among three envelopes, and a second file: a directory
+    // of objects in another format.
+    let good = batch("tok", "c1", 3);
+    let file = ledger.file(
+        "mixed.jsonl",
+        &format!("{good}{{\"schema\": \"annal.event/v1\"}}\n"),
+    );
+    let path = file.to_str().unwrap();
+
+    let out = ledger.run(&["ingest", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ANNAL_TOKEN"), "{}", stderr(&out));
+
+    let out = ledger
+        .command(&["ingest", path, "-o", "json"])
+        .env("ANNAL_TOKEN", READ)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("refused the token"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = ledger
+        .command(&["ingest", path, "-o", "json"])
+        .env("ANNAL_TOKEN", INGEST)
+        .output()
+        .unwrap();
+    // Exit 2: a record was rejected; it is named with the file and kept.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (done["appended"].as_u64(), done["rejected"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert!(
+        stderr(&out).contains("mixed.jsonl") && stderr(&out).contains("quarantined as"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Standard input, with --cluster for objects that name none.
+    let object = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-stdin", "namespace": "d", "resourceVersion": "1", "creationTimestamp": "2026-11-01T10:00:00Z"}}"#;
+    let mut child = ledger
+        .command(&[
+            "ingest",
+            "-",
+            "--format",
+            "k8s-object",
+            "--cluster",
+            "c9",
+            "-o",
+            "json",
+        ])
+        .env("ANNAL_TOKEN", INGEST)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(object.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, api) = server.sql(
+        Some(READ),
+        "select count(*) as n from events where cluster = 'c9'",
+    );
+    assert_eq!(api["rows"][0]["n"], 1, "{api}");
+
+    // Stopped, the server takes its address away: ingest writes alone,
+    // and the quarantine names the file the rejected line came from.
+    let mut server = server;
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(server.child.0.wait().unwrap().success());
+    assert!(!ledger.data().join("server").exists());
+    let again = ledger.file("again.jsonl", &batch("again", "c1", 2));
+    let out = ledger.run(&["ingest", again.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("through it"), "{}", stderr(&out));
+    let (code, listed) = ledger.json(&["quarantine", "list"]);
+    assert_eq!(code, Some(0));
+    assert!(listed.to_string().contains("mixed.jsonl"), "{listed}");
+
+    // A server killed outright leaves its address behind; with no process
+    // holding the ledger, ingest writes alone.
+    let killed = Server::start(&ledger, &[]);
+    drop(killed);
+    assert!(ledger.data().join("server").exists());
+    let out = ledger.run(&["ingest", again.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["duplicates"], 2);
 }

@@ -1,7 +1,13 @@
-//! `annal ingest`.
+//! `annal ingest`: inputs into the ledger, or through the `annal serve`
+//! that writes it (see [`crate::server`]).
 
-use std::io::IsTerminal;
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{IsTerminal, Read};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
 
 use annal_ingest::pipeline::{self, Observer};
 use annal_ingest::{Input, Rejected};
@@ -12,9 +18,24 @@ use serde_json::json;
 use crate::args::IngestArgs;
 use crate::exit::Exit;
 use crate::output::Printer;
+use crate::server::{self, Published};
 
 /// Inputs smaller than this finish before a bar would be worth drawing.
 const PROGRESS_MIN_BYTES: u64 = 8 << 20;
+
+/// `annal ingest`: into the ledger, or, when `annal serve` writes it,
+/// through that server.
+pub fn dispatch(data: &Path, args: IngestArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    let store = super::open_store(data)?;
+    let Some(pid) = store.beside_writer() else {
+        return run(&store, args, printer);
+    };
+    drop(store);
+    match Published::of(data, pid) {
+        Some(server) => through(&server, args, printer),
+        None => Err(super::written_elsewhere(data, pid)),
+    }
+}
 
 pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let inputs = args
@@ -39,58 +60,204 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    let totals = Totals {
+        appended: summary.appended,
+        duplicates: summary.duplicates,
+        rejected: summary.rejected,
+        skipped: summary.skipped.clone(),
+        times: summary
+            .times
+            .iter()
+            .map(|(source, n)| (source.as_str().to_string(), n))
+            .collect(),
+        records: summary.records,
+        bytes: summary.bytes,
+        size: store.size(),
+    };
+    report(&totals, started, None, printer)
+}
+
+/// Sends each input to `server` as one streamed request.
+fn through(server: &Published, args: IngestArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    eprintln!(
+        "annal: process {} (annal serve at {}) writes this ledger; sending the input through it",
+        server.pid, server.url
+    );
+    if server.tokens && args.token.is_none() {
+        bail!(
+            "the server at {} asks for a bearer token: set ANNAL_TOKEN to a token with the ingest role",
+            server.url
+        );
+    }
+    let started = Instant::now();
+    let mut totals = Totals::default();
+    for path in &args.paths {
+        let mut query = vec![("name", path.clone())];
+        if let Some(c) = &args.cluster {
+            query.push(("cluster", c.clone()));
+        }
+        if let Some(t) = args.time {
+            query.push(("time", t.to_string()));
+        }
+        let target = format!(
+            "/v1/ingest/{}/stream?{}",
+            args.format.name(),
+            serde_urlencoded::to_string(&query)?
+        );
+        let mut waited = 0;
+        let answer = loop {
+            let input: Box<dyn Read + Send> = if path == "-" {
+                Box::new(std::io::stdin())
+            } else {
+                Box::new(File::open(path).with_context(|| format!("opening {path}"))?)
+            };
+            let answer = server::post_stream(server, &target, args.token.as_deref(), input)?;
+            // At capacity: a file can be sent again, standard input cannot.
+            if answer.status == 429 && path != "-" && waited < BUSY_WAIT_SECONDS {
+                waited += 1;
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+            break answer;
+        };
+        let reason = || {
+            answer.body["error"]
+                .as_str()
+                .map_or_else(|| answer.body.to_string(), str::to_string)
+        };
+        match answer.status {
+            200 => {}
+            401 | 403 => bail!(
+                "the server at {} refused the token: {}",
+                server.url,
+                reason()
+            ),
+            status => bail!(
+                "the server at {} answered {status} for {path}: {}",
+                server.url,
+                reason()
+            ),
+        }
+        let listed = answer.body["rejections"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for r in &listed {
+            eprintln!(
+                "annal: rejected {} (quarantined as {})",
+                r["reason"].as_str().unwrap_or("?"),
+                r["quarantine_id"].as_str().unwrap_or("?")
+            );
+        }
+        let rejected = count(&answer.body["rejected"]);
+        if rejected > listed.len() as u64 {
+            eprintln!(
+                "annal: {} more rejection(s) of {path} not listed here",
+                rejected - listed.len() as u64
+            );
+        }
+        totals.add(&answer.body);
+    }
+    report(&totals, started, Some(&server.url), printer)
+}
+
+/// Seconds a file waits for a server at capacity.
+const BUSY_WAIT_SECONDS: u32 = 60;
+
+fn count(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// What ingest did, summed over the inputs.
+#[derive(Default)]
+struct Totals {
+    appended: u64,
+    duplicates: u64,
+    rejected: u64,
+    skipped: BTreeMap<String, u64>,
+    /// Events per valid-time source.
+    times: BTreeMap<String, u64>,
+    records: u64,
+    bytes: u64,
+    size: u64,
+}
+
+impl Totals {
+    /// Adds a server's answer.
+    fn add(&mut self, body: &serde_json::Value) {
+        self.appended += count(&body["appended"]);
+        self.duplicates += count(&body["duplicates"]);
+        self.rejected += count(&body["rejected"]);
+        self.records += count(&body["records"]);
+        self.bytes += count(&body["bytes"]);
+        self.size = self.size.max(count(&body["size"]));
+        for (map, key) in [
+            (&mut self.skipped, "skipped"),
+            (&mut self.times, "time_sources"),
+        ] {
+            for (k, n) in body[key].as_object().into_iter().flatten() {
+                *map.entry(k.clone()).or_default() += count(n);
+            }
+        }
+    }
+}
+
+/// Prints the summary (and on stderr what was skipped, where valid times
+/// came from, and the rejections' count); exit 2 when any was rejected.
+fn report(
+    t: &Totals,
+    started: Instant,
+    server: Option<&str>,
+    printer: &Printer,
+) -> anyhow::Result<Exit> {
     let secs = started.elapsed().as_secs_f64();
     let rate = if secs > 0.0 {
-        summary.records as f64 / secs
+        t.records as f64 / secs
     } else {
         0.0
     };
-    let times: serde_json::Map<String, serde_json::Value> = summary
-        .times
-        .iter()
-        .map(|(source, n)| (source.as_str().to_string(), n.into()))
-        .collect();
-    let skipped: u64 = summary.skipped.values().sum();
+    let skipped: u64 = t.skipped.values().sum();
+    let mut record = json!({
+        "appended": t.appended,
+        "duplicates": t.duplicates,
+        "rejected": t.rejected,
+        "skipped": t.skipped,
+        "time_sources": t.times,
+    });
+    if let Some(url) = server {
+        record["server"] = json!(url);
+    }
     printer.record(
-        &json!({
-            "appended": summary.appended,
-            "duplicates": summary.duplicates,
-            "rejected": summary.rejected,
-            "skipped": summary.skipped,
-            "time_sources": times,
-        }),
+        &record,
         &format!(
             "appended {}, duplicates {}, rejected {}, skipped {} ({} records, {:.1} MB in {:.2}s, {:.0} records/s; log size {})",
-            summary.appended,
-            summary.duplicates,
-            summary.rejected,
+            t.appended,
+            t.duplicates,
+            t.rejected,
             skipped,
-            summary.records,
-            summary.bytes as f64 / 1e6,
+            t.records,
+            t.bytes as f64 / 1e6,
             secs,
             rate,
-            store.size()
+            t.size
         ),
     )?;
-    for (reason, n) in &summary.skipped {
+    for (reason, n) in &t.skipped {
         eprintln!("annal: skipped {n} document(s): {reason}");
     }
-    if summary
-        .times
-        .iter()
-        .any(|(s, _)| s != annal_ingest::TimeSource::Record)
-    {
-        let parts: Vec<String> = summary
+    let record_source = annal_ingest::TimeSource::Record.as_str();
+    if t.times.keys().any(|s| s != record_source) {
+        let parts: Vec<String> = t
             .times
             .iter()
-            .map(|(source, n)| format!("{n} from {}", source.as_str()))
+            .map(|(source, n)| format!("{n} from {source}"))
             .collect();
         eprintln!("annal: valid time: {}", parts.join(", "));
     }
-    if summary.rejected > 0 {
+    if t.rejected > 0 {
         eprintln!(
             "annal: {} record(s) rejected and kept in quarantine: see `annal quarantine list`",
-            summary.rejected
+            t.rejected
         );
         Ok(Exit::Usage)
     } else {

@@ -33,7 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     let data = cli.data.as_path();
     match cli.command {
         Command::Init(args) => init(data, &args.origin, &printer),
-        Command::Ingest(args) => ingest::run(&open_writer(data)?, args, &printer),
+        Command::Ingest(args) => ingest::dispatch(data, args, &printer),
         Command::Verify(args) => verify::run(&open(data)?, args, &printer),
         Command::Status => inspect::status(&open(data)?, &printer),
         Command::Checkpoint => inspect::checkpoint(&open(data)?, &printer),
@@ -62,9 +62,24 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
+/// Opens the ledger (see [`open_store`]), saying on stderr when another
+/// process writes it.
+fn open(data: &std::path::Path) -> anyhow::Result<Store> {
+    use std::io::Write as _;
+    let store = open_store(data)?;
+    if let Some(pid) = store.beside_writer() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "annal: process {pid} is writing this ledger; answering from what it has committed ({} entries)",
+            store.size()
+        );
+    }
+    Ok(store)
+}
+
 /// Opens the ledger, saying on stderr when the first open after an upgrade
 /// (or a lost index) rebuilds an index from the leaves.
-fn open(data: &std::path::Path) -> anyhow::Result<Store> {
+fn open_store(data: &std::path::Path) -> anyhow::Result<Store> {
     use std::io::Write as _;
     let mut report = |r: annal_store::Rebuild| {
         let line = match r {
@@ -80,31 +95,28 @@ fn open(data: &std::path::Path) -> anyhow::Result<Store> {
         };
         let _ = writeln!(std::io::stderr(), "{line}");
     };
-    let store = Store::open_reporting(data, &mut report)
-        .with_context(|| format!("opening the ledger at {}", data.display()))?;
-    if let Some(pid) = store.beside_writer() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "annal: process {pid} is writing this ledger; answering from what it has committed ({} entries)",
-            store.size()
-        );
-    }
-    Ok(store)
+    Store::open_reporting(data, &mut report)
+        .with_context(|| format!("opening the ledger at {}", data.display()))
 }
 
 /// Opens the ledger for a command that writes (ingest, reindex, serve):
 /// beside another process that writes it, that is an error naming it.
 fn open_writer(data: &std::path::Path) -> anyhow::Result<Store> {
-    let store = open(data)?;
-    if let Some(pid) = store.beside_writer() {
-        anyhow::bail!(
-            "the ledger at {} is being written by process {pid}; only one process writes a ledger. \
-             Send events to that process instead (if it is `annal serve`: POST them to /v1/events, \
-             or a file of any format to /v1/ingest/auto), or stop it first; every read command works beside it",
-            data.display()
-        );
+    let store = open_store(data)?;
+    match store.beside_writer() {
+        Some(pid) => Err(written_elsewhere(data, pid)),
+        None => Ok(store),
     }
-    Ok(store)
+}
+
+/// The error of a command that writes, beside another process that does.
+fn written_elsewhere(data: &std::path::Path, pid: u32) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the ledger at {} is being written by process {pid}; only one process writes a ledger. \
+         Send events to that process instead (if it is `annal serve`: POST them to /v1/events, \
+         or a file of any format to /v1/ingest/auto), or stop it first; every read command works beside it",
+        data.display()
+    )
 }
 
 fn init(data: &std::path::Path, origin: &str, printer: &Printer) -> anyhow::Result<Exit> {

@@ -113,6 +113,9 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let listener = runtime.block_on(tokio::net::TcpListener::bind(args.listen))?;
     let addr = listener.local_addr()?;
+    // `annal ingest` on this data directory finds the server here.
+    let data = store.data_dir().root().to_path_buf();
+    crate::server::Published::new(addr, tls.is_some(), args.tokens.is_some()).publish(&data)?;
     log!(
         "annal: serving on {scheme}://{addr} (read: /v1/sql, /v1/inventory, the recovery gates; ingest: /v1/events, /v1/ingest/FORMAT, /v1/k8s/audit, /v1/webhooks/flux|argocd; /healthz, /readyz, /metrics)"
     );
@@ -167,6 +170,7 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
             }
         }
     });
+    crate::server::Published::withdraw(&data);
     // Commits the consumer's pending batch and leaves the group.
     let consumed = kafka.map(|k| k.stop()).unwrap_or(Ok(()));
     serving?;

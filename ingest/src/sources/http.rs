@@ -15,6 +15,7 @@
 //! |---|---|
 //! | `POST /v1/events` | envelopes (JSON Lines or a JSON array) |
 //! | `POST /v1/ingest/{format}` | any `--format` name |
+//! | `POST /v1/ingest/{format}/stream?name=FILE` | the same, streamed: no body limit, answered with the whole summary (what `annal ingest` beside a server sends) |
 //! | `POST /v1/k8s/audit?cluster=ID` | `k8s-audit` (a kube-apiserver webhook backend's `EventList`) |
 //! | `POST /v1/webhooks/flux?cluster=ID` | `flux` (notification-controller generic provider) |
 //! | `POST /v1/webhooks/argocd?cluster=ID` | `argocd` |
@@ -185,6 +186,7 @@ pub fn router(store: Arc<Store>, limits: Limits, metrics: Arc<Metrics>) -> Route
     Router::new()
         .route("/v1/events", post(events))
         .route("/v1/ingest/{format}", post(any_format))
+        .route("/v1/ingest/{format}/stream", post(stream))
         .route("/v1/k8s/audit", post(k8s_audit))
         .route("/v1/webhooks/flux", post(flux))
         .route("/v1/webhooks/argocd", post(argocd))
@@ -198,6 +200,9 @@ pub fn router(store: Arc<Store>, limits: Limits, metrics: Arc<Metrics>) -> Route
 struct Params {
     cluster: Option<String>,
     time: Option<String>,
+    /// The input's name in rejections and the quarantine (the streamed
+    /// route only).
+    name: Option<String>,
 }
 
 type QueryParams = Result<Query<Params>, axum::extract::rejection::QueryRejection>;
@@ -228,6 +233,157 @@ async fn flux(State(s): State<Ingest>, q: QueryParams, body: Body) -> Response {
 
 async fn argocd(State(s): State<Ingest>, q: QueryParams, body: Body) -> Response {
     ingest(s, Format::ArgoCd, "/v1/webhooks/argocd", q, body).await
+}
+
+/// Rejections a streamed answer lists (the rest are counted).
+const LISTED_REJECTIONS: usize = 100;
+
+/// One whole input, streamed: the body is read as the pipeline consumes
+/// it (never held whole), so it has no size limit; it holds one slot until
+/// its last commit. The answer is the pipeline's summary, with the first
+/// rejections, so that `annal ingest` beside a server prints what it
+/// prints alone.
+async fn stream(
+    State(s): State<Ingest>,
+    Path(format): Path<String>,
+    q: QueryParams,
+    body: Body,
+) -> Response {
+    let format = match format.parse::<Format>() {
+        Ok(f) => f,
+        Err(e) => return error(StatusCode::NOT_FOUND, e.to_string()),
+    };
+    let Ok(Query(params)) = q else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "unknown or malformed query parameters (cluster=, time=, name=)".into(),
+        );
+    };
+    let time = match params
+        .time
+        .as_deref()
+        .map(|t| Timestamp::parse_at(t, Timestamp::now()))
+    {
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, format!("time: {e}")),
+        Some(Ok(t)) => Some(t),
+        None => None,
+    };
+    let Ok(permit) = s.slots.clone().try_acquire_owned() else {
+        s.metrics.refused.fetch_add(1, Ordering::Relaxed);
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            Json(json!({"error": "ingest is at capacity; retry later", "code": "busy"})),
+        )
+            .into_response();
+    };
+    s.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+    let _gauge = InFlight(s.metrics.clone());
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tokio::spawn(async move {
+        use futures::StreamExt as _;
+        let mut frames = body.into_data_stream();
+        while let Some(frame) = frames.next().await {
+            if tx.send(frame.map_err(|e| e.to_string())).await.is_err() {
+                break;
+            }
+        }
+    });
+    let name = params
+        .name
+        .unwrap_or_else(|| "http:/v1/ingest/stream".into());
+    let options = Options {
+        cluster: params.cluster,
+        time,
+        group_commit: Some(s.commits.clone()),
+        ..Options::default()
+    };
+    let store = s.store.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let mut listed = Listed::default();
+        let input = Input::reader(
+            &name,
+            BodyReader {
+                rx,
+                current: bytes::Bytes::new(),
+            },
+        );
+        pipeline::run(&store, vec![input], format, &options, &mut listed)
+            .map(|summary| (summary, listed, store.size()))
+    })
+    .await;
+    match result {
+        Ok(Ok((summary, listed, size))) => {
+            let m = &s.metrics;
+            m.appended.fetch_add(summary.appended, Ordering::Relaxed);
+            m.duplicates
+                .fetch_add(summary.duplicates, Ordering::Relaxed);
+            m.rejected.fetch_add(summary.rejected, Ordering::Relaxed);
+            let times: serde_json::Map<String, serde_json::Value> = summary
+                .times
+                .iter()
+                .map(|(source, n)| (source.as_str().to_string(), n.into()))
+                .collect();
+            let body = json!({
+                "appended": summary.appended, "duplicates": summary.duplicates,
+                "rejected": summary.rejected, "skipped": summary.skipped,
+                "time_sources": times, "records": summary.records,
+                "bytes": summary.bytes, "size": size,
+                "rejections": listed.0,
+            });
+            (StatusCode::OK, Json(body)).into_response()
+        }
+        Ok(Err(e)) => {
+            log!("annal: streamed ingest failed: {e}");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("ingest failed: {e}"),
+            )
+        }
+        Err(e) => {
+            log!("annal: ingest task failed: {e}");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "ingest failed (see the server log)".into(),
+            )
+        }
+    }
+}
+
+/// The first rejections of a streamed input, as `{"reason", "quarantine_id"}`.
+#[derive(Default)]
+struct Listed(Vec<serde_json::Value>);
+
+impl Observer for Listed {
+    fn rejected(&mut self, rejected: &Rejected, quarantine_id: &str) {
+        if self.0.len() < LISTED_REJECTIONS {
+            self.0
+                .push(json!({"reason": rejected.to_string(), "quarantine_id": quarantine_id}));
+        }
+    }
+}
+
+/// A request body as a blocking reader, for the pipeline's thread.
+struct BodyReader {
+    rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, String>>,
+    current: bytes::Bytes,
+}
+
+impl std::io::Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(Ok(b)) => self.current = b,
+                Some(Err(e)) => return Err(std::io::Error::other(format!("request body: {e}"))),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        let _ = self.current.split_to(n);
+        Ok(n)
+    }
 }
 
 /// Decrements the in-flight gauge when a request ends, however it ends.

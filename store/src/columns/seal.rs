@@ -251,10 +251,21 @@ impl Sealer {
         let mut thread = self.thread.lock().unwrap_or_else(|p| p.into_inner());
         if thread.is_none() && !self.shared.lock().closing {
             let shared = self.shared.clone();
-            *thread = std::thread::Builder::new()
+            match std::thread::Builder::new()
                 .name("annal-columns".into())
                 .spawn(move || shared.run())
-                .ok();
+            {
+                Ok(handle) => *thread = Some(handle),
+                // No thread: nothing is written (scans read the leaves),
+                // and a wait does not wait for it.
+                Err(e) => {
+                    let mut q = self.shared.lock();
+                    q.sealed.clear();
+                    q.build.clear();
+                    q.failed
+                        .get_or_insert_with(|| format!("no thread to write chunks: {e}"));
+                }
+            }
         }
         self.shared.work.notify_all();
     }
