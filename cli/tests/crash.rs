@@ -105,6 +105,30 @@ fn repeated_sigkill_during_ingest_loses_and_duplicates_nothing() {
         );
         assert_eq!(survived, rebuilt, "log of {cluster}");
     }
+    // The column sidecar that lived through the kills holds what the
+    // leaves say: a scan of its columns answers as the rebuilt one and as
+    // the leaves themselves (a filter on `id` reads the leaves).
+    let manifest = std::fs::read_to_string(l.data().join("columns/manifest")).unwrap();
+    assert!(manifest.lines().count() >= 3, "{manifest}");
+    let scan = |filter: &str| {
+        format!(
+            "SELECT cluster, type, count(*) AS n, min(time) AS first, max(recorded_at) AS last, \
+             count(DISTINCT index) AS entries FROM events WHERE {filter} \
+             GROUP BY cluster, type ORDER BY cluster, type"
+        )
+    };
+    let (code, survived) = l.json(&["sql", &scan("true")]);
+    assert_eq!(code, Some(0), "{survived}");
+    let (_, rebuilt) = copy.json(&["sql", &scan("true")]);
+    let (_, leaves) = l.json(&["sql", &scan("length(id) >= 0")]);
+    assert_eq!(
+        survived, rebuilt,
+        "events from the chunks, survived and rebuilt"
+    );
+    assert_eq!(
+        survived, leaves,
+        "events from the chunks and from the leaves"
+    );
 }
 
 /// `n` envelopes over 7 clusters: heartbeats, and every fourth one a

@@ -222,11 +222,13 @@ fn a_damaged_chunk_is_answered_from_the_leaves() {
         })
         .collect();
     let (dir, store) = ledger(&events, 16, 7);
+    let second = store.column_chunks().unwrap()[2].clone();
     drop(store);
-    let chunk = dir
-        .path()
-        .join("columns")
-        .join(format!("{:020}.parquet", 32));
+    let chunk = dir.path().join("columns").join(format!(
+        "{:020}-{:020}.parquet",
+        second.start,
+        second.end()
+    ));
     let mut bytes = std::fs::read(&chunk).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x10;

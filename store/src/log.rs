@@ -288,6 +288,16 @@ impl Store {
         self.columns.read(chunk, columns)
     }
 
+    /// Entries `from..to` as column batches of every sidecar column, built
+    /// from the leaves' top-level fields (what no chunk holds yet).
+    pub fn column_batches_from_leaves(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Result<ChunkBatches, StoreError> {
+        crate::columns::from_leaves(&self.segments, from, to.min(self.lock_free_size()))
+    }
+
     /// Starts building, in the background, the column chunks the log is
     /// missing (a ledger written before the sidecar, or one whose chunks
     /// were lost); ingest does it on its first commit.

@@ -50,15 +50,12 @@ impl ColumnChunk {
         self.start + self.rows
     }
 
-    /// Its file in the sidecar directory `dir`.
+    /// Its file in the sidecar directory `dir`: named by its range, so
+    /// that a short chunk written again whole never overwrites the file a
+    /// reader may be reading.
     pub(crate) fn path(&self, dir: &Path) -> PathBuf {
-        file_name(dir, self.start)
+        dir.join(format!("{:020}-{:020}.parquet", self.start, self.end()))
     }
-}
-
-/// Where the chunk starting at `start` lives.
-pub(crate) fn file_name(dir: &Path, start: u64) -> PathBuf {
-    dir.join(format!("{start:020}.parquet"))
 }
 
 fn check(json: &[u8]) -> String {

@@ -14,6 +14,7 @@
 //! chunk whose file does not match, are read from the leaves instead.
 
 mod file;
+mod light;
 pub(crate) mod manifest;
 mod row;
 mod seal;
@@ -37,10 +38,74 @@ use crate::StoreError;
 
 /// Entries per chunk: about 1 MB of Parquet, small enough to skip by time
 /// at a fleet's daily volume, large enough that 10M entries are 153 files.
+/// A writer that closes with at least 1/16 of a chunk in memory writes it
+/// as a short chunk (which the next writer fills up and writes again), so
+/// that scans decode at most that much of the tail.
 pub const CHUNK_ROWS: u64 = 65_536;
 
 /// Batches of one chunk, projected.
 pub type ChunkBatches = Box<dyn Iterator<Item = Result<RecordBatch, StoreError>> + Send>;
+
+/// Rows per batch built from the leaves.
+const LEAF_BATCH_ROWS: u64 = 8192;
+
+/// Entries `from..to` as sidecar batches (every column), built from the
+/// leaves' top-level fields ([`light`]): what scans read past the last
+/// chunk, and for a chunk whose file is damaged.
+pub(crate) fn from_leaves(
+    segments: &Segments,
+    from: u64,
+    to: u64,
+) -> Result<ChunkBatches, StoreError> {
+    if from >= to {
+        return Ok(Box::new(std::iter::empty()));
+    }
+    let pointer = segments
+        .pointer(from)?
+        .ok_or_else(|| StoreError::Corrupt(format!("no leaf {from}")))?;
+    let mut lines = segments.stream(Some(pointer))?;
+    let mut next = from;
+    Ok(Box::new(std::iter::from_fn(move || {
+        if next >= to {
+            return None;
+        }
+        let mut rows = row::Rows::new(next);
+        while rows.len() < LEAF_BATCH_ROWS && next < to {
+            let fields = match lines.next() {
+                Some(Ok(line)) => light::fields(&line.bytes),
+                Some(Err(e)) => Err(e),
+                None => Err(StoreError::Corrupt(format!("the leaves end before {next}"))),
+            };
+            match fields {
+                Ok(f) if f.index == next => rows.push(
+                    f.recorded_at,
+                    f.cluster.as_deref(),
+                    f.event_type,
+                    f.time,
+                    &f.row,
+                ),
+                Ok(f) => {
+                    next = to;
+                    return Some(Err(StoreError::Corrupt(format!(
+                        "leaf {} is where entry {} should be",
+                        f.index,
+                        rows.next()
+                    ))));
+                }
+                Err(e) => {
+                    next = to;
+                    return Some(Err(e));
+                }
+            }
+            next += 1;
+        }
+        Some(
+            rows.finish()
+                .map(|(b, _)| b)
+                .map_err(|e| StoreError::Corrupt(format!("column rows: {e}"))),
+        )
+    })))
+}
 
 /// The sidecar of one open store.
 pub(crate) struct Columns {
@@ -101,15 +166,8 @@ impl Columns {
             .filter(|c| file_len(&c.path(&self.dir)) != Some(c.bytes))
             .map(|c| (c.start, c.end()))
             .collect();
-        let covered = chain.last().map_or(0, ColumnChunk::end);
-        let sealer = Sealer::new(
-            self.dir.clone(),
-            segments,
-            tree,
-            CHUNK_ROWS,
-            covered,
-            damaged,
-        );
+        let last = chain.last().map(|c| (c.start, c.end()));
+        let sealer = Sealer::new(self.dir.clone(), segments, tree, CHUNK_ROWS, last, damaged);
         let _ = self.sealer.set(sealer);
         Ok(())
     }
@@ -144,7 +202,10 @@ impl Columns {
         };
         let Some(bytes) = bytes.filter(|b| b.len() as u64 == chunk.bytes) else {
             self.lock_verified().remove(&key);
-            if let Some(s) = self.sealer() {
+            // Rebuilt only if the manifest still names it: a short chunk
+            // just replaced by a whole one is gone, not damaged.
+            let current = manifest::load(&self.dir)?.chain.contains(chunk);
+            if let (Some(s), true) = (self.sealer(), current) {
                 s.rebuild(chunk.start, chunk.end());
             }
             return Ok(None);

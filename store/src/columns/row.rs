@@ -52,13 +52,13 @@ pub fn schema() -> SchemaRef {
 /// time (which the key indexes take too).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Row {
-    source: Option<String>,
-    principal: Option<String>,
-    impersonated: Option<String>,
-    field_manager: Option<String>,
-    controller: Option<String>,
-    credential: Option<String>,
-    app: Option<String>,
+    pub(crate) source: Option<String>,
+    pub(crate) principal: Option<String>,
+    pub(crate) impersonated: Option<String>,
+    pub(crate) field_manager: Option<String>,
+    pub(crate) controller: Option<String>,
+    pub(crate) credential: Option<String>,
+    pub(crate) app: Option<String>,
 }
 
 impl Row {
@@ -113,6 +113,17 @@ pub(crate) struct Stats {
     pub(crate) clusters: BTreeMap<String, u64>,
     /// Rows per type.
     pub(crate) types: BTreeMap<String, u64>,
+}
+
+/// One more row of `key` (allocating its name only the first time: this
+/// runs once per committed event).
+fn count(counts: &mut BTreeMap<String, u64>, key: &str) {
+    match counts.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
+    }
 }
 
 fn widen(range: &mut Option<(i64, i64)>, v: i64) {
@@ -175,13 +186,9 @@ impl Rows {
         widen(&mut self.stats.time, t);
         widen(&mut self.stats.recorded, rec);
         if let Some(c) = cluster {
-            *self.stats.clusters.entry(c.to_string()).or_default() += 1;
+            count(&mut self.stats.clusters, c);
         }
-        *self
-            .stats
-            .types
-            .entry(event_type.as_str().to_string())
-            .or_default() += 1;
+        count(&mut self.stats.types, event_type.as_str());
     }
 
     /// The rows as one batch, and their statistics.

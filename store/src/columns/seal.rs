@@ -20,9 +20,9 @@ use std::thread::JoinHandle;
 use arrow_array::RecordBatch;
 
 use super::file;
+use super::light;
 use super::manifest::{self, ColumnChunk};
-use super::row::{self, Row, Rows, Stats};
-use crate::entry::Entry;
+use super::row::{self, Rows, Stats};
 use crate::leaves::Segments;
 use crate::merkle;
 use crate::tree::TreeFiles;
@@ -39,6 +39,8 @@ pub(crate) struct Sealer {
     filling: Mutex<Option<(u64, Rows)>>,
     /// Rows per chunk.
     chunk_rows: AtomicU64,
+    /// The chain's last chunk when this writer opened.
+    last: Option<(u64, u64)>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -72,14 +74,14 @@ impl Shared {
 }
 
 impl Sealer {
-    /// A sealer for a log of `size` entries whose chunks end at `covered`;
+    /// A sealer after the chain whose last chunk is `last` (`start..end`);
     /// `damaged` chunks (their files cut or gone) are queued to rebuild.
     pub(crate) fn new(
         dir: PathBuf,
         segments: Segments,
         tree: TreeFiles,
         chunk_rows: u64,
-        covered: u64,
+        last: Option<(u64, u64)>,
         damaged: Vec<(u64, u64)>,
     ) -> Sealer {
         let shared = Arc::new(Shared {
@@ -93,17 +95,36 @@ impl Sealer {
             work: Condvar::new(),
             idle: Condvar::new(),
         });
-        Sealer {
+        let sealer = Sealer {
             shared,
-            filling: Mutex::new(Some((covered, Rows::new(covered)))),
+            filling: Mutex::new(None),
             chunk_rows: AtomicU64::new(chunk_rows.max(1)),
+            last,
             thread: Mutex::new(None),
-        }
+        };
+        *sealer.lock_filling() = Some(sealer.resume());
+        sealer
     }
 
-    /// Sets the rows per chunk (tests use small chunks).
+    /// Where the next chunk starts: after the last one, or at its start
+    /// when it is short (a writer closed mid-chunk), to fill it up.
+    fn resume(&self) -> (u64, Rows) {
+        let start = match self.last {
+            Some((start, end)) if end - start < self.chunk_rows() => start,
+            Some((_, end)) => end,
+            None => 0,
+        };
+        (start, Rows::new(start))
+    }
+
+    /// Sets the rows per chunk (tests use small chunks), before the first
+    /// commit.
     pub(crate) fn set_chunk_rows(&self, rows: u64) {
         self.chunk_rows.store(rows.max(1), Ordering::Relaxed);
+        let mut filling = self.lock_filling();
+        if filling.as_ref().is_some_and(|(_, r)| r.len() == 0) {
+            *filling = Some(self.resume());
+        }
     }
 
     fn chunk_rows(&self) -> u64 {
@@ -223,6 +244,7 @@ impl Sealer {
     /// (tests).
     #[cfg(test)]
     pub(crate) fn abandon(&self) {
+        *self.lock_filling() = None;
         let mut q = self.shared.lock();
         q.sealed.clear();
         q.build.clear();
@@ -230,9 +252,16 @@ impl Sealer {
         self.close();
     }
 
-    /// Writes the chunks whose rows are in memory and stops the thread;
+    /// Writes the chunks whose rows are in memory (the one being filled
+    /// too, short, when it holds 1/16 of a chunk) and stops the thread;
     /// builds from the leaves are left to the next writer.
     pub(crate) fn close(&self) {
+        let filling = self.lock_filling().take();
+        if let Some((start, rows)) = filling {
+            if rows.len() > 0 && rows.next() - start >= (self.chunk_rows() / 16).max(1) {
+                self.shared.lock().sealed.push_back((start, rows));
+            }
+        }
         self.shared.lock().closing = true;
         self.shared.work.notify_all();
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -344,9 +373,13 @@ impl Shared {
                 parts.push(rows.finish().map_err(arrow_corrupt)?);
             }
         }
-        let schema = row::schema();
-        let batch = arrow_select::concat::concat_batches(&schema, parts.iter().map(|(b, _)| b))
-            .map_err(arrow_corrupt)?;
+        // One part (the usual case: a chunk of memory's rows) is written
+        // as it is, not copied.
+        let batch = match &parts[..] {
+            [(only, _)] => only.clone(),
+            _ => arrow_select::concat::concat_batches(&row::schema(), parts.iter().map(|(b, _)| b))
+                .map_err(arrow_corrupt)?,
+        };
         if batch.num_rows() as u64 != end - start {
             return Err(StoreError::Corrupt(format!(
                 "chunk {start}..{end} has {} rows",
@@ -370,8 +403,25 @@ impl Shared {
             clusters: stats.clusters,
             types: stats.types,
         };
-        file::write(&chunk.path(&self.dir), &bytes)?;
-        manifest::append(&self.dir, &chunk)
+        let path = chunk.path(&self.dir);
+        file::write(&path, &bytes)?;
+        manifest::append(&self.dir, &chunk)?;
+        // The short chunk this one replaces, if any: a reader that has not
+        // opened it yet reads those entries from the leaves.
+        let prefix = format!("{start:020}-");
+        for entry in std::fs::read_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))? {
+            let old = entry.map_err(|e| StoreError::io(&self.dir, e))?.path();
+            let replaced = old != path
+                && old.extension().is_some_and(|e| e == "parquet")
+                && old
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix));
+            if replaced {
+                let _ = std::fs::remove_file(&old);
+            }
+        }
+        Ok(())
     }
 
     /// Rows `start..end` read from the leaves; `None` when the store
@@ -388,16 +438,19 @@ impl Shared {
             .ok_or_else(|| StoreError::Corrupt(format!("no leaf {start}")))?;
         let mut rows = Rows::new(start);
         for (line, index) in self.segments.stream(Some(pointer))?.zip(start..end) {
-            let line = line?;
-            let entry = Entry::from_leaf_bytes(&line.bytes)
-                .map_err(|e| StoreError::Corrupt(format!("entry {index}: {e}")))?;
-            let e = &entry.event;
+            let f = light::fields(&line?.bytes)?;
+            if f.index != index {
+                return Err(StoreError::Corrupt(format!(
+                    "leaf {} is where entry {index} should be",
+                    f.index
+                )));
+            }
             rows.push(
-                entry.recorded_at,
-                e.cluster.as_deref(),
-                e.event_type,
-                e.time,
-                &Row::of(e),
+                f.recorded_at,
+                f.cluster.as_deref(),
+                f.event_type,
+                f.time,
+                &f.row,
             );
             if !must_finish && index % CHECK_EVERY == 0 && self.closing() {
                 return Ok(None);

@@ -1,12 +1,13 @@
 //! A scan of the events table from the columnar sidecar: the chunks the
 //! bounds leave, spread over the session's partitions (each read on its
-//! own blocking thread), then the entries past the last chunk, decoded.
-//! A chunk whose file the store refuses (damaged) is read from its leaves.
+//! own blocking thread), then the entries past the last chunk, whose
+//! top-level fields the store reads from their leaves without decoding
+//! `data`; so is a chunk whose file the store refuses (damaged).
 
 use std::sync::Arc;
 
 use annal_store::columns::ColumnChunk;
-use annal_store::{Entry, Store};
+use annal_store::Store;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
@@ -15,7 +16,6 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use tokio::sync::mpsc::Sender;
 
-use super::leaf_rows;
 use crate::pushdown::EventBounds;
 
 /// What a sidecar scan reads.
@@ -27,8 +27,6 @@ pub(super) struct ChunkScan {
     pub(super) covered: u64,
     /// For each projected column, its position in the sidecar.
     pub(super) sidecar: Vec<usize>,
-    /// The projected columns (positions in the table).
-    pub(super) columns: Vec<usize>,
     pub(super) schema: SchemaRef,
     pub(super) bounds: EventBounds,
     /// Partitions to spread the chunks over.
@@ -62,7 +60,6 @@ impl ChunkScan {
                     tail: if i == last { tail } else { None },
                     read: read.clone(),
                     sidecar: self.sidecar.clone(),
-                    columns: self.columns.clone(),
                     schema: self.schema.clone(),
                     bounds: self.bounds.clone(),
                 }) as Arc<dyn PartitionStream>
@@ -80,7 +77,6 @@ struct Part {
     /// Sidecar columns to read, in file order.
     read: Vec<usize>,
     sidecar: Vec<usize>,
-    columns: Vec<usize>,
     schema: SchemaRef,
     bounds: EventBounds,
 }
@@ -104,62 +100,50 @@ impl PartitionStream for Part {
         let store = self.store.clone();
         let chunks = self.chunks.clone();
         let tail = self.tail;
-        let columns = self.columns.clone();
         let schema = self.schema.clone();
-        let bounds = self.bounds.clone();
         // Always read one column: a `count(*)` projects none, but its
         // batches must still say how many rows they hold.
         let read = match self.read.is_empty() {
             true => vec![0],
             false => self.read.clone(),
         };
-        let pick: Vec<usize> = self
+        // Where each projected column is in what a chunk file gives (the
+        // columns read, in file order) and in what the leaves give (every
+        // column).
+        let from_file: Vec<usize> = self
             .sidecar
             .iter()
             .map(|s| read.iter().position(|r| r == s).unwrap_or(0))
             .collect();
+        let from_leaves = self.sidecar.clone();
         super::super::stream::blocking(self.schema.clone(), move |tx| {
+            let leaves = |from: u64, to: u64| {
+                let batches = store.column_batches_from_leaves(from, to);
+                batches.map(|b| send_chunk(b, &from_leaves, &schema, &tx))
+            };
             for chunk in &chunks {
-                let ok = match store.read_column_chunk(chunk, &read) {
-                    Ok(Some(batches)) => send_chunk(batches, &pick, &schema, &tx),
-                    Ok(None) => leaf_rows::send(
-                        store.entries(chunk.start, chunk.end()),
-                        &columns,
-                        &schema,
-                        &tx,
-                    ),
+                let sent = match store.read_column_chunk(chunk, &read) {
+                    Ok(Some(batches)) => Ok(send_chunk(batches, &from_file, &schema, &tx)),
+                    // Damaged: its entries from the leaves.
+                    Ok(None) => leaves(chunk.start, chunk.end()),
+                    Err(e) => Err(e),
+                };
+                match sent {
+                    Ok(true) => {}
+                    Ok(false) => return,
                     Err(e) => {
                         let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
-                        false
+                        return;
                     }
-                };
-                if !ok {
-                    return;
                 }
             }
             if let Some((from, to)) = tail {
-                let entries = store
-                    .entries(from, to)
-                    .filter(|e| e.as_ref().map_or(true, |e| within(e, &bounds)));
-                leaf_rows::send(entries, &columns, &schema, &tx);
+                if let Err(e) = leaves(from, to) {
+                    let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+                }
             }
         })
     }
-}
-
-/// Whether a decoded entry is within the bounds (the tail is filtered
-/// here, so that only matching rows are built).
-fn within(e: &Entry, b: &EventBounds) -> bool {
-    b.cluster
-        .as_deref()
-        .is_none_or(|c| e.event.cluster.as_deref() == Some(c))
-        && b.event_type
-            .as_deref()
-            .is_none_or(|t| e.event.event_type.as_str() == t)
-        && b.since.is_none_or(|s| e.event.time >= s)
-        && b.until.is_none_or(|u| e.event.time < u)
-        && b.recorded_since.is_none_or(|s| e.recorded_at >= s)
-        && b.recorded_until.is_none_or(|u| e.recorded_at < u)
 }
 
 /// Sends a chunk's batches as the projected schema; false once the

@@ -185,7 +185,6 @@ impl EventsTable {
             chunks,
             covered,
             sidecar,
-            columns: columns.to_vec(),
             schema: schema.clone(),
             bounds: bounds.clone(),
             parts,
