@@ -146,6 +146,51 @@ impl EventBounds {
     }
 }
 
+/// The bounds a conjunction of `filters` puts on the timestamp column
+/// `name`, as `[since, until)`: for tables whose rows carry a time that is
+/// not the events' (the `objects` table's `valid_from`).
+pub fn time_range(filters: &[Expr], name: &str) -> (Option<Timestamp>, Option<Timestamp>) {
+    fn walk(e: &Expr, name: &str, since: &mut Option<Timestamp>, until: &mut Option<Timestamp>) {
+        match e {
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::And,
+                right,
+            }) => {
+                walk(left, name, since, until);
+                walk(right, name, since, until);
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+                let (op, value) = match (column_name(left), column_name(right)) {
+                    (Some(c), None) if c == name => (*op, right.as_ref()),
+                    (None, Some(c)) if c == name => match op.swap() {
+                        Some(swapped) => (swapped, left.as_ref()),
+                        None => return,
+                    },
+                    _ => return,
+                };
+                if let Some(micros) = timestamp_micros(value) {
+                    narrow(since, until, op, micros);
+                }
+            }
+            Expr::Between(b) if !b.negated && column_name(&b.expr) == Some(name) => {
+                if let Some(lo) = timestamp_micros(&b.low) {
+                    narrow(since, until, Operator::GtEq, lo);
+                }
+                if let Some(hi) = timestamp_micros(&b.high) {
+                    narrow(since, until, Operator::LtEq, hi);
+                }
+            }
+            _ => {}
+        }
+    }
+    let (mut since, mut until) = (None, None);
+    for f in filters {
+        walk(f, name, &mut since, &mut until);
+    }
+    (since, until)
+}
+
 /// Narrows `[since, until)` by `op micros`.
 fn narrow(since: &mut Option<Timestamp>, until: &mut Option<Timestamp>, op: Operator, micros: i64) {
     let at = |m: i64| Timestamp::from_unix_micros(m);

@@ -58,7 +58,20 @@ impl TableProvider for ObjectsTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(cluster_scan::pushdown(filters))
+        let by_cluster = cluster_scan::pushdown(filters);
+        Ok(filters
+            .iter()
+            .zip(by_cluster)
+            .map(|(f, p)| {
+                let bounded = crate::pushdown::time_range(std::slice::from_ref(*f), "valid_from")
+                    != (None, None);
+                if bounded {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    p
+                }
+            })
+            .collect())
     }
 
     async fn scan(
@@ -77,13 +90,37 @@ impl TableProvider for ObjectsTable {
         // Versions recorded after planning are left out: one query, one
         // log prefix.
         let known_below = self.store.size();
+        // Rows outside a `valid_from` range are skipped before they are
+        // built; a version's details (and its owners) are read only for a
+        // scan that asks for one of the columns they give.
+        let (since, until) = crate::pushdown::time_range(filters, "valid_from");
+        let (since, until) = (
+            since.map(|t| t.unix_micros()),
+            until.map(|t| t.unix_micros()),
+        );
+        let needs_details = columns.iter().any(|&c| {
+            !matches!(
+                self.schema.field(c).name().as_str(),
+                "cluster"
+                    | "group"
+                    | "kind"
+                    | "namespace"
+                    | "name"
+                    | "deleted"
+                    | "valid_from"
+                    | "valid_to"
+                    | "index"
+            )
+        });
         let produce: cluster_scan::Producer = Arc::new(move |store: &Store, cluster: &str| {
             let Some(versions) = store.cluster_versions(cluster)? else {
                 return Ok(Vec::new());
             };
             let mut batch = Batch::new(Shape::Versions);
             for row in versions.rows() {
-                if row.index >= known_below {
+                let outside =
+                    since.is_some_and(|s| row.from < s) || until.is_some_and(|u| row.from >= u);
+                if row.index >= known_below || outside {
                     continue;
                 }
                 let object = versions.object(row.object).ok_or_else(|| {
@@ -92,10 +129,35 @@ impl TableProvider for ObjectsTable {
                         row.object
                     )))
                 })?;
+                let ended = row.to != i64::MAX && row.to_index < known_below;
+                if !needs_details {
+                    // The columns the details give are not projected: any
+                    // value does, and none is read.
+                    batch.push(&ObjectRow {
+                        cluster,
+                        group: &object.group,
+                        version: "",
+                        kind: &object.kind,
+                        namespace: &object.namespace,
+                        name: &object.name,
+                        uid: "",
+                        resource_version: "",
+                        deleted: row.deleted(),
+                        owner: None,
+                        owner_kind: None,
+                        claims: &[],
+                        conflict: false,
+                        tracking_mismatch: None,
+                        managers: &[],
+                        valid_from: row.from,
+                        valid_to: ended.then_some(row.to),
+                        index: row.index,
+                    });
+                    continue;
+                }
                 let d = versions.details(row)?;
                 let owners = ownership::decide(&d.claims);
                 let version = ownership::version_of(&d.api_version);
-                let ended = row.to != i64::MAX && row.to_index < known_below;
                 batch.push(&ObjectRow {
                     cluster,
                     group: &object.group,
