@@ -179,16 +179,16 @@ proptest! {
 
 #[test]
 fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
-    // One revocation among 300 events.
-    let events: Vec<Ev> = (0..300)
+    // One revocation among 1,200 events.
+    let events: Vec<Ev> = (0..1200)
         .map(|n| Ev {
             kind: if n == 50 { 3 } else { [0, 1, 2, 4][n % 4] },
             cluster: (n % 4) as u8,
-            minute: n as u32 * 5,
+            minute: (n % 120) as u32 * 5,
             who: Some((n % 3) as u8),
         })
         .collect();
-    let (_dir, store) = ledger(&events, 128, 7);
+    let (_dir, store) = ledger(&events, 512, 7);
     assert_eq!(store.column_chunks().unwrap().len(), 2);
     runtime().block_on(async {
         let ctx = sql::session(store.clone()).await.unwrap();
