@@ -253,32 +253,15 @@ async fn stream(
         Ok(f) => f,
         Err(e) => return error(StatusCode::NOT_FOUND, e.to_string()),
     };
-    let Ok(Query(params)) = q else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "unknown or malformed query parameters (cluster=, time=, name=)".into(),
-        );
+    let Admitted {
+        params,
+        time,
+        permit,
+        gauge: _gauge,
+    } = match admit(&s, q, "cluster=, time=, name=") {
+        Ok(admitted) => admitted,
+        Err(refused) => return *refused,
     };
-    let time = match params
-        .time
-        .as_deref()
-        .map(|t| Timestamp::parse_at(t, Timestamp::now()))
-    {
-        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, format!("time: {e}")),
-        Some(Ok(t)) => Some(t),
-        None => None,
-    };
-    let Ok(permit) = s.slots.clone().try_acquire_owned() else {
-        s.metrics.refused.fetch_add(1, Ordering::Relaxed);
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
-            Json(json!({"error": "ingest is at capacity; retry later", "code": "busy"})),
-        )
-            .into_response();
-    };
-    s.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
-    let _gauge = InFlight(s.metrics.clone());
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     tokio::spawn(async move {
         use futures::StreamExt as _;
@@ -386,6 +369,60 @@ impl std::io::Read for BodyReader {
     }
 }
 
+/// A request's parameters (`accepted` names them in the 400) and its
+/// ingest slot (429 when every slot is taken). The slot is taken before
+/// the body is read, so a slow sender holds it too: memory is bounded by
+/// slots × body limit.
+fn admit(s: &Ingest, q: QueryParams, accepted: &str) -> Result<Admitted, Box<Response>> {
+    let Ok(Query(params)) = q else {
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            format!("unknown or malformed query parameters ({accepted})"),
+        )));
+    };
+    let time = match params
+        .time
+        .as_deref()
+        .map(|t| Timestamp::parse_at(t, Timestamp::now()))
+    {
+        Some(Err(e)) => {
+            return Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                format!("time: {e}"),
+            )))
+        }
+        Some(Ok(t)) => Some(t),
+        None => None,
+    };
+    let Ok(permit) = s.slots.clone().try_acquire_owned() else {
+        s.metrics.refused.fetch_add(1, Ordering::Relaxed);
+        return Err(Box::new(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "1")],
+                Json(json!({"error": "ingest is at capacity; retry later", "code": "busy"})),
+            )
+                .into_response(),
+        ));
+    };
+    s.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+    Ok(Admitted {
+        params,
+        time,
+        permit,
+        gauge: InFlight(s.metrics.clone()),
+    })
+}
+
+/// An admitted request: its parameters, valid time and slot, and the
+/// in-flight gauge it holds until it ends.
+struct Admitted {
+    params: Params,
+    time: Option<Timestamp>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    gauge: InFlight,
+}
+
 /// Decrements the in-flight gauge when a request ends, however it ends.
 struct InFlight(Arc<Metrics>);
 
@@ -424,34 +461,15 @@ impl Observer for FirstRejection {
 }
 
 async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Body) -> Response {
-    let Ok(Query(params)) = q else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "unknown or malformed query parameters (cluster=, time=)".into(),
-        );
+    let Admitted {
+        params,
+        time,
+        permit,
+        gauge: _gauge,
+    } = match admit(&s, q, "cluster=, time=") {
+        Ok(admitted) => admitted,
+        Err(refused) => return *refused,
     };
-    let time = match params
-        .time
-        .as_deref()
-        .map(|t| Timestamp::parse_at(t, Timestamp::now()))
-    {
-        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, format!("time: {e}")),
-        Some(Ok(t)) => Some(t),
-        None => None,
-    };
-    // The slot is taken before the body is read, so a slow sender holds it
-    // too: memory is bounded by slots × body limit.
-    let Ok(permit) = s.slots.clone().try_acquire_owned() else {
-        s.metrics.refused.fetch_add(1, Ordering::Relaxed);
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
-            Json(json!({"error": "ingest is at capacity; retry later", "code": "busy"})),
-        )
-            .into_response();
-    };
-    s.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
-    let _gauge = InFlight(s.metrics.clone());
     let started = std::time::Instant::now();
     let body = match axum::body::to_bytes(body, s.max_body_bytes).await {
         Ok(b) => b,
