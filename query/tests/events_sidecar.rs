@@ -56,7 +56,21 @@ fn envelope(n: usize, e: &Ev) -> Envelope {
         "object.observed" => json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("m{n}"), "namespace": "d"}}),
         "app.sync" => {
-            json!({"app": format!("argocd:a{}", n % 3), "phase": "Succeeded", "revision": "r"})
+            let phase = ["Succeeded", "Failed", "Error"][n % 3];
+            let mut d =
+                json!({"app": format!("argocd:a{}", n % 3), "phase": phase, "revision": "r"});
+            if n % 2 == 0 {
+                d["controller"] = json!("argocd-0");
+                d["prune"] = json!(n % 4 == 0);
+                d["dry_run"] = json!(n % 8 == 2);
+                d["started_at"] = json!("2026-11-01T10:00:00Z");
+                d["finished_at"] = json!(format!("2026-11-01T10:00:{:02}.5Z", n % 60));
+                d["resources"] =
+                    json!([{"kind": "ConfigMap", "name": "m"}, {"kind": "Secret", "name": "s"}]);
+                d["metrics"] = json!({"render_seconds": (n % 7) as f64 + 0.25,
+                    "api_requests": n, "api_throttled": n % 3, "applied_bytes": n * 100});
+            }
+            d
         }
         "cluster.heartbeat" => json!({"agent": "a"}),
         "cluster.credential.revoked" => json!({"principal": "p", "fingerprint": "fp1"}),
@@ -142,6 +156,50 @@ fn predicates(recorded_mid: &str) -> Vec<String> {
     ]
 }
 
+/// The `syncs` view as first defined: over `events`, each field taken out
+/// of `data` by the JSON functions (so read from the leaves).
+const FIRST_SYNCS: &str = r#"SELECT
+    "index", "time", "cluster",
+    json_get_str(data, 'app') AS app,
+    json_get_str(data, 'controller') AS controller,
+    json_get_str(data, 'revision') AS revision,
+    json_get_str(data, 'phase') AS phase,
+    to_timestamp_micros(json_get_str(data, 'started_at')) AS started_at,
+    to_timestamp_micros(json_get_str(data, 'finished_at')) AS finished_at,
+    coalesce(json_get_bool(data, 'prune'), false) AS prune,
+    coalesce(json_get_bool(data, 'dry_run'), false) AS dry_run,
+    coalesce(json_length(data, 'resources'), 0) AS resources,
+    json_get_float(data, 'metrics', 'render_seconds') AS render_seconds,
+    json_get_int(data, 'metrics', 'api_requests') AS api_requests,
+    json_get_int(data, 'metrics', 'api_throttled') AS api_throttled,
+    json_get_int(data, 'metrics', 'applied_bytes') AS applied_bytes,
+    principal, controller AS actor_controller, credential
+  FROM events WHERE type = 'app.sync'"#;
+
+/// Queries of `syncs` (`{t}` the table), as the sidecar and the first
+/// definition answer them.
+fn sync_pairs() -> Vec<(String, String)> {
+    let queries = [
+        "SELECT * FROM {t} ORDER BY index",
+        "SELECT app, date_trunc('day', time) AS day, count(*) AS n FROM {t} WHERE prune \
+         GROUP BY app, day ORDER BY app, day",
+        "SELECT cluster, count(*) AS failed FROM {t} \
+         WHERE phase = 'Failed' AND time > '2026-11-01T12:00:00Z' GROUP BY cluster ORDER BY cluster",
+        "SELECT app, count(*) AS n, sum(render_seconds) AS r, sum(api_requests) AS a, \
+         sum(resources) AS res, max(finished_at - started_at) AS took FROM {t} \
+         WHERE cluster = 'c1' GROUP BY app ORDER BY app",
+    ];
+    queries
+        .iter()
+        .map(|q| {
+            (
+                q.replace("{t}", "syncs"),
+                q.replace("{t}", &format!("({FIRST_SYNCS})")),
+            )
+        })
+        .collect()
+}
+
 fn check_all(store: &Arc<Store>) {
     let mid = store
         .entry(store.size() / 2)
@@ -160,6 +218,22 @@ fn check_all(store: &Arc<Store>) {
                 );
             }
         }
+        for (sidecar, first) in sync_pairs() {
+            assert_eq!(
+                text(&ctx, &sidecar).await,
+                text(&ctx, &first).await,
+                "{sidecar}"
+            );
+        }
+        let described = |t: &str| format!("SELECT * FROM {t} LIMIT 0");
+        let (a, b) = (
+            sql::run(&ctx, &described("syncs")).await.unwrap().schema,
+            sql::run(&ctx, &described(&format!("({FIRST_SYNCS})")))
+                .await
+                .unwrap()
+                .schema,
+        );
+        assert_eq!(a, b, "the same columns and types");
     });
 }
 

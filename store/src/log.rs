@@ -89,6 +89,13 @@ pub enum Rebuild {
     /// An older layout's sled keys and trees are being removed after the
     /// rebuild.
     OldLayoutRemoved,
+    /// `chunks` column chunks of an older sidecar layout are being written
+    /// again in the background (scans read their entries from the leaves
+    /// until then).
+    Columns {
+        /// Chunks to write again.
+        chunks: u64,
+    },
 }
 
 /// Mutable state behind the single-writer lock.
@@ -385,9 +392,13 @@ impl Store {
                 w.refused.is_none().then(|| w.frontier.size())
             };
             if let Some(size) = size {
-                store
-                    .columns
-                    .start_writer(store.segments.clone(), store.tree.clone(), size)?;
+                let older =
+                    store
+                        .columns
+                        .start_writer(store.segments.clone(), store.tree.clone(), size)?;
+                if older > 0 {
+                    report(Rebuild::Columns { chunks: older });
+                }
             }
         }
         Ok(store)

@@ -92,6 +92,9 @@ fn open_store(data: &std::path::Path) -> anyhow::Result<Store> {
             annal_store::Rebuild::OldLayoutRemoved => {
                 "annal: the indexes are built; removing the older layout's keys from the sled database".to_string()
             }
+            annal_store::Rebuild::Columns { chunks } => format!(
+                "annal: writing {chunks} column chunks again in the sidecar's new layout, in the background (scans read those entries from the leaves until then)"
+            ),
         };
         let _ = writeln!(std::io::stderr(), "{line}");
     };

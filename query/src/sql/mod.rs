@@ -80,10 +80,8 @@ pub async fn session_with(
         "capacity_report",
         Arc::new(reports::CapacityReportFunction::new(store.clone())),
     );
-    ctx.register_udtf("inventory_at", Arc::new(InventoryAt::new(store)));
-    // annal's own view, created before any caller's statement: the only
-    // DDL a session ever runs.
-    ctx.sql(SYNCS_VIEW).await?;
+    ctx.register_udtf("inventory_at", Arc::new(InventoryAt::new(store.clone())));
+    crate::tables::syncs::register(&ctx, store)?;
     Ok(ctx)
 }
 
@@ -134,26 +132,6 @@ pub fn error(ctx: &SessionContext, e: DataFusionError) -> QueryError {
     }
     QueryError::from_sql(e)
 }
-
-/// `syncs`: `app.sync` events as columns. A view over `events`, so filters
-/// on cluster and time reach the store's indexes.
-const SYNCS_VIEW: &str = r#"CREATE VIEW syncs AS SELECT
-    "index", "time", "cluster",
-    json_get_str(data, 'app') AS app,
-    json_get_str(data, 'controller') AS controller,
-    json_get_str(data, 'revision') AS revision,
-    json_get_str(data, 'phase') AS phase,
-    to_timestamp_micros(json_get_str(data, 'started_at')) AS started_at,
-    to_timestamp_micros(json_get_str(data, 'finished_at')) AS finished_at,
-    coalesce(json_get_bool(data, 'prune'), false) AS prune,
-    coalesce(json_get_bool(data, 'dry_run'), false) AS dry_run,
-    coalesce(json_length(data, 'resources'), 0) AS resources,
-    json_get_float(data, 'metrics', 'render_seconds') AS render_seconds,
-    json_get_int(data, 'metrics', 'api_requests') AS api_requests,
-    json_get_int(data, 'metrics', 'api_throttled') AS api_throttled,
-    json_get_int(data, 'metrics', 'applied_bytes') AS applied_bytes,
-    principal, controller AS actor_controller, credential
-  FROM events WHERE type = 'app.sync'"#;
 
 /// The result of a query.
 #[derive(Debug)]

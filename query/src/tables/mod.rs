@@ -7,7 +7,7 @@
 //! | `managed_fields` | per object version and field manager |
 //! | `clusters` | registry versions, with valid_from/valid_to |
 //! | `revisions` | last-good intervals per (cluster, app) |
-//! | `syncs` | a view over `app.sync` events |
+//! | `syncs` | every `app.sync` entry (a view over the column sidecar) |
 //! | `inventory_at(T [, known_at])` | objects live at T, with owners |
 //! | `clusters_at(T [, known_at])` | each cluster's registry entry at T |
 //! | `last_good_at(T [, known_at])` | last-good revision per (cluster, app) at T |
@@ -25,6 +25,7 @@ pub mod regressions;
 pub mod reports;
 pub mod revisions;
 mod stream;
+pub mod syncs;
 
 pub use events::EventsTable;
 pub use inventory::InventoryAt;

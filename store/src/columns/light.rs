@@ -1,16 +1,17 @@
 //! A leaf's top-level fields without decoding its `data`: what the sidecar
 //! holds, read straight from the canonical bytes for the entries no chunk
 //! holds yet (the tail, a damaged chunk, a chunk being built). serde skips
-//! `data` without building it, except for the one `app` string.
+//! `data` without building it, except for the entries whose `data` has
+//! sidecar columns (`app.*`, `controller.metrics`).
 
 use std::borrow::Cow;
-use std::fmt;
 
 use annal_schemas::{EventType, Timestamp};
-use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
-use super::row::Row;
+use super::row::{app_in, Row};
+use super::sync::Sync;
 use crate::StoreError;
 
 #[derive(Deserialize)]
@@ -34,8 +35,8 @@ struct Event<'a> {
     source: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     actor: Option<Actor<'a>>,
-    #[serde(default)]
-    data: App,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -50,60 +51,6 @@ struct Actor<'a> {
     controller: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     credential: Option<Cow<'a, str>>,
-}
-
-/// `data.app` when it is a string; every other key of `data` skipped.
-#[derive(Default)]
-struct App(Option<String>);
-
-impl<'de> Deserialize<'de> for App {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<App, D::Error> {
-        struct Keys;
-        impl<'de> Visitor<'de> for Keys {
-            type Value = App;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("the event's data")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<App, M::Error> {
-                let mut app = None;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    if key == "app" {
-                        app = match map.next_value::<serde_json::Value>()? {
-                            serde_json::Value::String(s) => Some(s),
-                            _ => None,
-                        };
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(App(app))
-            }
-            // `data` that is not an object has no app.
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut s: S) -> Result<App, S::Error> {
-                while s.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(App(None))
-            }
-            fn visit_unit<E>(self) -> Result<App, E> {
-                Ok(App(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<App, E> {
-                Ok(App(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<App, E> {
-                Ok(App(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<App, E> {
-                Ok(App(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<App, E> {
-                Ok(App(None))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<App, E> {
-                Ok(App(None))
-            }
-        }
-        d.deserialize_any(Keys)
-    }
 }
 
 /// One entry's sidecar fields.
@@ -133,8 +80,16 @@ pub(crate) fn fields(bytes: &[u8]) -> Result<Fields, StoreError> {
     };
     let actor = e.actor.unwrap_or_default();
     let own = |c: Option<Cow<str>>| c.map(Cow::into_owned);
+    // Only these types' data has sidecar columns: the rest is never built.
     let has_app =
         event_type.as_str().starts_with("app.") || event_type == EventType::ControllerMetrics;
+    let data: Option<serde_json::Value> = match e.data.filter(|_| has_app) {
+        Some(raw) => Some(
+            serde_json::from_str(raw.get())
+                .map_err(|err| bad(format!("entry {}: data: {err}", leaf.index)))?,
+        ),
+        None => None,
+    };
     Ok(Fields {
         index: leaf.index,
         recorded_at: time(&leaf.recorded_at)?,
@@ -148,7 +103,11 @@ pub(crate) fn fields(bytes: &[u8]) -> Result<Fields, StoreError> {
             field_manager: own(actor.field_manager),
             controller: own(actor.controller),
             credential: own(actor.credential),
-            app: e.data.0.filter(|_| has_app),
+            app: data.as_ref().and_then(app_in),
+            sync: data
+                .as_ref()
+                .filter(|_| event_type == EventType::AppSync)
+                .map(|d| Box::new(Sync::of(d))),
         },
     })
 }

@@ -42,6 +42,18 @@ pub struct ColumnChunk {
     pub clusters: BTreeMap<String, u64>,
     /// Rows per event type.
     pub types: BTreeMap<String, u64>,
+    /// The columns its file holds ([`LAYOUT`]); a line without one is
+    /// layout 1 (the envelope's fields only).
+    #[serde(default = "layout_1")]
+    pub layout: u32,
+}
+
+/// The sidecar's layout: 2 added the `app.sync` fields. A chunk of another
+/// layout is read from the leaves until the writer writes it again.
+pub const LAYOUT: u32 = 2;
+
+fn layout_1() -> u32 {
+    1
 }
 
 impl ColumnChunk {
@@ -164,6 +176,7 @@ mod tests {
             recorded: None,
             clusters: BTreeMap::from([("c".to_string(), rows)]),
             types: BTreeMap::new(),
+            layout: LAYOUT,
         }
     }
 
@@ -195,5 +208,22 @@ mod tests {
         // A half-written last line is ignored.
         fs::write(&path, &line(&chunk(0, 4)).unwrap()[..30]).unwrap();
         assert!(load(dir.path()).unwrap().chain.is_empty());
+    }
+
+    #[test]
+    fn a_line_written_before_layouts_is_layout_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut json = serde_json::to_value(chunk(0, 4)).unwrap();
+        json.as_object_mut().unwrap().remove("layout");
+        let json = serde_json::to_vec(&json).unwrap();
+        let mut line = check(&json).into_bytes();
+        line.push(b' ');
+        line.extend_from_slice(&json);
+        line.push(b'\n');
+        fs::write(dir.path().join(FILE), line).unwrap();
+        let chain = load(dir.path()).unwrap().chain;
+        assert_eq!(chain.len(), 1);
+        assert_eq!(chain[0].layout, 1);
+        assert_ne!(LAYOUT, 1);
     }
 }

@@ -18,6 +18,7 @@ mod light;
 pub(crate) mod manifest;
 mod row;
 mod seal;
+mod sync;
 
 use std::collections::HashSet;
 use std::fs;
@@ -26,9 +27,9 @@ use std::sync::{Mutex, OnceLock};
 
 use arrow_array::RecordBatch;
 
-pub use manifest::ColumnChunk;
+pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
-pub use row::{app_of, schema, COLUMNS};
+pub use row::{app_of, schema, COLUMNS, SYNC_START};
 use seal::Sealer;
 
 use crate::leaves::Segments;
@@ -127,13 +128,14 @@ impl Columns {
 
     /// Takes the writer's side for a log of `size` entries: a chain that
     /// passes the log or ends at another root is dropped, files cut short
-    /// are queued to rebuild, files no line names are removed.
+    /// and chunks of an older layout are queued to rebuild, files no line
+    /// names are removed. Returns how many chunks were of an older layout.
     pub(crate) fn start_writer(
         &self,
         segments: Segments,
         tree: TreeFiles,
         size: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let loaded = manifest::load(&self.dir)?;
         let mut chain = loaded.chain;
@@ -161,15 +163,16 @@ impl Columns {
         if untidy {
             manifest::rewrite(&self.dir, &chain)?;
         }
+        let older = chain.iter().filter(|c| c.layout != LAYOUT).count() as u64;
         let damaged = chain
             .iter()
-            .filter(|c| file_len(&c.path(&self.dir)) != Some(c.bytes))
+            .filter(|c| c.layout != LAYOUT || file_len(&c.path(&self.dir)) != Some(c.bytes))
             .map(|c| (c.start, c.end()))
             .collect();
         let last = chain.last().map(|c| (c.start, c.end()));
         let sealer = Sealer::new(self.dir.clone(), segments, tree, CHUNK_ROWS, last, damaged);
         let _ = self.sealer.set(sealer);
-        Ok(())
+        Ok(older)
     }
 
     /// The writer's side, if this process writes.
@@ -192,6 +195,12 @@ impl Columns {
         chunk: &ColumnChunk,
         columns: &[usize],
     ) -> Result<Option<ChunkBatches>, StoreError> {
+        if chunk.layout != LAYOUT {
+            if let Some(s) = self.sealer() {
+                s.rebuild(chunk.start, chunk.end());
+            }
+            return Ok(None);
+        }
         let path = chunk.path(&self.dir);
         let key = (chunk.start, chunk.blake3.clone());
         let known = self.lock_verified().contains(&key);

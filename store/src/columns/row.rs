@@ -1,8 +1,11 @@
 //! One entry's row in the sidecar, and the builders a chunk fills.
 //!
 //! The columns are the envelope's top-level fields, the ones full scans
-//! filter and group on; `id` and `data` stay in the leaves (an `id` is
-//! answered by the id index, and `data` is the JSON itself).
+//! filter and group on, then the fields of `app.sync` entries ([`sync`]);
+//! `id` and `data` stay in the leaves (an `id` is answered by the id
+//! index, and `data` is the JSON itself).
+
+use super::sync::{self, Sync};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,9 +17,9 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
 
-/// The sidecar's columns, in file order (named as the `events` table names
-/// them).
-pub const COLUMNS: [&str; 12] = [
+/// The sidecar's columns, in file order: the envelope's (named as the
+/// `events` table names them), then the syncs' (from [`SYNC_START`]).
+pub const COLUMNS: [&str; 24] = [
     "index",
     "recorded_at",
     "time",
@@ -29,7 +32,22 @@ pub const COLUMNS: [&str; 12] = [
     "controller",
     "credential",
     "app",
+    "sync_controller",
+    "sync_revision",
+    "sync_phase",
+    "sync_started_at",
+    "sync_finished_at",
+    "sync_prune",
+    "sync_dry_run",
+    "sync_resources",
+    "sync_render_seconds",
+    "sync_api_requests",
+    "sync_api_throttled",
+    "sync_applied_bytes",
 ];
+
+/// Where the sync columns start in [`COLUMNS`].
+pub const SYNC_START: usize = 12;
 
 /// The Arrow schema of a chunk.
 pub fn schema() -> SchemaRef {
@@ -41,16 +59,17 @@ pub fn schema() -> SchemaRef {
         Field::new("type", DataType::Utf8, false),
     ];
     fields.extend(
-        COLUMNS[4..]
+        COLUMNS[4..SYNC_START]
             .iter()
             .map(|c| Field::new(*c, DataType::Utf8, true)),
     );
+    fields.extend(sync::fields(&COLUMNS[SYNC_START..]));
     Arc::new(Schema::new(fields))
 }
 
 /// What the sidecar keeps of one envelope besides its cluster, type and
 /// time (which the key indexes take too).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Row {
     pub(crate) source: Option<String>,
     pub(crate) principal: Option<String>,
@@ -59,6 +78,8 @@ pub(crate) struct Row {
     pub(crate) controller: Option<String>,
     pub(crate) credential: Option<String>,
     pub(crate) app: Option<String>,
+    /// An `app.sync` entry's fields (boxed: most rows have none).
+    pub(crate) sync: Option<Box<Sync>>,
 }
 
 impl Row {
@@ -74,6 +95,7 @@ impl Row {
             controller: field(|a| &a.controller),
             credential: field(|a| &a.credential),
             app: app_of(event),
+            sync: (event.event_type == EventType::AppSync).then(|| Box::new(Sync::of(&event.data))),
         }
     }
 }
@@ -86,7 +108,12 @@ pub fn app_of(event: &Envelope) -> Option<String> {
     if !has_app {
         return None;
     }
-    event.data.get("app")?.as_str().map(str::to_string)
+    app_in(&event.data)
+}
+
+/// `data.app`, when it is a string.
+pub(crate) fn app_in(data: &serde_json::Value) -> Option<String> {
+    data.get("app")?.as_str().map(str::to_string)
 }
 
 /// Rows of one chunk being built, with the statistics its manifest line
@@ -99,6 +126,7 @@ pub(crate) struct Rows {
     time: TimestampMicrosecondBuilder,
     event_type: StringBuilder,
     text: [StringBuilder; 8],
+    sync: sync::Builders,
     pub(crate) stats: Stats,
 }
 
@@ -142,6 +170,7 @@ impl Rows {
             time: TimestampMicrosecondBuilder::new(),
             event_type: StringBuilder::new(),
             text: std::array::from_fn(|_| StringBuilder::new()),
+            sync: sync::Builders::new(),
             stats: Stats::default(),
         }
     }
@@ -183,6 +212,7 @@ impl Rows {
         for (b, v) in self.text.iter_mut().zip(texts) {
             b.append_option(v);
         }
+        self.sync.push(row.sync.as_deref());
         widen(&mut self.stats.time, t);
         widen(&mut self.stats.recorded, rec);
         if let Some(c) = cluster {
@@ -207,6 +237,7 @@ impl Rows {
                 .iter_mut()
                 .map(|b| Arc::new(b.finish()) as ArrayRef),
         );
+        arrays.extend(self.sync.finish());
         Ok((RecordBatch::try_new(schema(), arrays)?, self.stats))
     }
 }

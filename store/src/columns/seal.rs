@@ -39,8 +39,8 @@ pub(crate) struct Sealer {
     filling: Mutex<Option<(u64, Rows)>>,
     /// Rows per chunk.
     chunk_rows: AtomicU64,
-    /// The chain's last chunk when this writer opened.
-    last: Option<(u64, u64)>,
+    /// The chain's last chunk when this writer opened (until a reset).
+    last: Mutex<Option<(u64, u64)>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -99,17 +99,22 @@ impl Sealer {
             shared,
             filling: Mutex::new(None),
             chunk_rows: AtomicU64::new(chunk_rows.max(1)),
-            last,
+            last: Mutex::new(last),
             thread: Mutex::new(None),
         };
         *sealer.lock_filling() = Some(sealer.resume());
+        // Chunks to write again start at once (a writer that closes first
+        // leaves the rest to the next one).
+        if !sealer.shared.lock().build.is_empty() {
+            sealer.wake();
+        }
         sealer
     }
 
     /// Where the next chunk starts: after the last one, or at its start
     /// when it is short (a writer closed mid-chunk), to fill it up.
     fn resume(&self) -> (u64, Rows) {
-        let start = match self.last {
+        let start = match *self.lock_last() {
             Some((start, end)) if end - start < self.chunk_rows() => start,
             Some((_, end)) => end,
             None => 0,
@@ -135,12 +140,15 @@ impl Sealer {
     /// was emptied).
     pub(crate) fn reset(&self, covered: u64) {
         self.shared.lock().build.clear();
+        *self.lock_last() = None;
         *self.lock_filling() = Some((covered, Rows::new(covered)));
     }
 
     /// Starts building the chunks a log of `size` entries is missing,
-    /// behind what commits add; the rows between the last full chunk and
-    /// `size` are read back when their chunk fills.
+    /// behind what commits add: the whole ones, and the rows past them as
+    /// a short chunk when they are at least 1/16 of one (unless that short
+    /// chunk is already the last); those rows are read back again when
+    /// their chunk fills.
     pub(crate) fn catch_up(&self, size: u64) {
         let mut filling = self.lock_filling();
         let Some((start, rows)) = filling.as_mut() else {
@@ -149,7 +157,16 @@ impl Sealer {
         if rows.len() > 0 || rows.start >= size {
             return; // already filling from commits, or nothing to do
         }
-        if self.catch_up_locked(start, rows, size) {
+        let mut queued = self.catch_up_locked(start, rows, size);
+        // The part of a chunk past them, as a short chunk (as a writer
+        // writes on close), so that scans do not decode it until commits
+        // fill the chunk; the chunk then replaces it.
+        let written = *self.lock_last() == Some((*start, size));
+        if size - *start >= (self.chunk_rows() / 16).max(1) && !written {
+            self.shared.lock().build.push_back((*start, size));
+            queued = true;
+        }
+        if queued {
             drop(filling);
             self.wake();
         }
@@ -269,6 +286,10 @@ impl Sealer {
             let _ = h.join();
         }
         *self.lock_filling() = None;
+    }
+
+    fn lock_last(&self) -> MutexGuard<'_, Option<(u64, u64)>> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_filling(&self) -> MutexGuard<'_, Option<(u64, Rows)>> {
@@ -402,6 +423,7 @@ impl Shared {
             recorded: stats.recorded,
             clusters: stats.clusters,
             types: stats.types,
+            layout: manifest::LAYOUT,
         };
         let path = chunk.path(&self.dir);
         file::write(&path, &bytes)?;

@@ -11,19 +11,38 @@ use proptest::prelude::*;
 use super::COLUMNS;
 use crate::Store;
 
-/// One row as the sidecar holds it: index, recorded_at, time, type, and
-/// the optional text columns.
-type Model = (u64, i64, i64, String, Vec<Option<String>>);
+/// One row as the sidecar holds it: index, recorded_at, time, type, the
+/// optional text columns, and the sync columns (as text).
+type Model = (
+    u64,
+    i64,
+    i64,
+    String,
+    Vec<Option<String>>,
+    Vec<Option<String>>,
+);
 
 fn event(n: u64) -> Envelope {
     let cluster = format!("c{}", n % 3);
     let json = match n % 4 {
-        0 => format!(
+        0 if n % 8 == 0 => format!(
             r#"{{"schema":"annal.event/v1","id":"e{n}","type":"app.sync","time":"2026-11-01T10:{:02}:00Z",
             "cluster":"{cluster}","source":"argocd","actor":{{"controller":"argocd","credential":"fp{n}"}},
             "data":{{"app":"argocd:a{}","phase":"Succeeded","revision":"r"}}}}"#,
             n % 60,
             n % 5
+        ),
+        0 => format!(
+            r#"{{"schema":"annal.event/v1","id":"e{n}","type":"app.sync","time":"2026-11-01T10:{:02}:00Z",
+            "cluster":"{cluster}","source":"argocd","actor":{{"controller":"argocd"}},
+            "data":{{"app":"argocd:a{}","controller":"argocd-0","phase":"Failed","prune":true,"dry_run":false,
+            "started_at":"2026-11-01T10:00:00Z","finished_at":"2026-11-01T10:00:0{}Z",
+            "resources":[{{"kind":"ConfigMap","name":"m"}}],
+            "metrics":{{"render_seconds":{}.5,"api_requests":{n},"api_throttled":1,"applied_bytes":2048}}}}}}"#,
+            n % 60,
+            n % 5,
+            n % 10,
+            n % 7
         ),
         1 => format!(
             r#"{{"schema":"annal.event/v1","id":"e{n}","type":"cluster.heartbeat","time":"2026-11-0{}T10:00:00Z",
@@ -57,6 +76,46 @@ fn expected(store: &Store) -> Vec<Model> {
                 .and_then(|v| v.as_str())
                 .map(str::to_string);
             let app = app.filter(|_| e.event.event_type.as_str().starts_with("app."));
+            let d = &e.event.data;
+            let text =
+                |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_string);
+            let metric = |k: &str| {
+                d.get("metrics")
+                    .and_then(|m| m.get(k))
+                    .map(|v| v.to_string())
+            };
+            let sync = match e.event.event_type.as_str() == "app.sync" {
+                true => vec![
+                    text(d.get("controller")),
+                    text(d.get("revision")),
+                    text(d.get("phase")),
+                    text(d.get("started_at")),
+                    text(d.get("finished_at")),
+                    Some(
+                        d.get("prune")
+                            .and_then(|v| v.as_bool())
+                            .unwrap_or(false)
+                            .to_string(),
+                    ),
+                    Some(
+                        d.get("dry_run")
+                            .and_then(|v| v.as_bool())
+                            .unwrap_or(false)
+                            .to_string(),
+                    ),
+                    Some(
+                        d.get("resources")
+                            .and_then(|v| v.as_array())
+                            .map_or(0, |a| a.len())
+                            .to_string(),
+                    ),
+                    metric("render_seconds"),
+                    metric("api_requests"),
+                    metric("api_throttled"),
+                    metric("applied_bytes"),
+                ],
+                false => vec![None; 12],
+            };
             (
                 e.index,
                 e.recorded_at.unix_micros(),
@@ -72,6 +131,7 @@ fn expected(store: &Store) -> Vec<Model> {
                     a.credential,
                     app,
                 ],
+                sync,
             )
         })
         .collect()
@@ -106,11 +166,29 @@ fn in_chunks(store: &Store) -> (Vec<Model>, u64) {
                         .value(i),
                     text(3).unwrap(),
                     (4..12).map(text).collect(),
+                    (12..24).map(|c| sync_text(b.column(c), i)).collect(),
                 ));
             }
         }
     }
     (rows, next)
+}
+
+/// A sync column's value as the model writes it (JSON's spelling).
+fn sync_text(a: &dyn Array, i: usize) -> Option<String> {
+    use arrow_array::types::{Float64Type, Int64Type};
+    use arrow_schema::DataType;
+    if a.is_null(i) {
+        return None;
+    }
+    Some(match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(i).to_string(),
+        DataType::Boolean => a.as_boolean().value(i).to_string(),
+        DataType::UInt64 => a.as_primitive::<UInt64Type>().value(i).to_string(),
+        DataType::Int64 => a.as_primitive::<Int64Type>().value(i).to_string(),
+        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_string(),
+        other => panic!("a sync column of type {other}"),
+    })
 }
 
 fn open(dir: &Path, rows: u64) -> Store {
@@ -298,10 +376,45 @@ fn chunks_of_another_history_are_dropped() {
 }
 
 #[test]
+fn chunks_of_an_older_layout_are_read_from_the_leaves_and_written_again() {
+    let (dir, store) = filled(10, 45);
+    drop(store);
+    let columns = dir.path().join("columns");
+    let mut chain = super::manifest::load(&columns).unwrap().chain;
+    for c in &mut chain {
+        c.layout = 1;
+    }
+    super::manifest::rewrite(&columns, &chain).unwrap();
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r))
+        .unwrap()
+        .with_column_rows(10);
+    assert_eq!(reports, vec![crate::Rebuild::Columns { chunks: 5 }]);
+    // Until written again, an old chunk is not read (its columns differ).
+    assert!(store.read_column_chunk(&chain[0], &[0]).unwrap().is_none());
+    store.wait_for_columns().unwrap();
+    let chunks = store.column_chunks().unwrap();
+    assert!(chunks.iter().all(|c| c.layout == super::LAYOUT));
+    let (chunked, end) = in_chunks(&store);
+    assert_eq!(end, 45);
+    assert_eq!(chunked, expected(&store));
+    drop(store);
+    let mut again = Vec::new();
+    drop(Store::open_reporting(dir.path(), &mut |r| again.push(r)).unwrap());
+    assert!(again.is_empty(), "written once: {again:?}");
+}
+
+#[test]
 fn reindex_rebuilds_the_sidecar() {
-    let (_dir, store) = filled(10, 33);
-    let before = in_chunks(&store);
+    let (dir, store) = filled(10, 33);
+    assert_eq!(in_chunks(&store).1, 30, "the 3 past the chunks in memory");
     let (_, rebuilt) = store.reindex().unwrap();
     assert!(rebuilt.contains(&"column sidecar"));
-    assert_eq!(in_chunks(&store), before);
+    // Every entry, the last 3 as a short chunk.
+    assert_eq!(in_chunks(&store), (expected(&store), 33));
+    // Again after a reopen, whose writer found that short chunk last.
+    drop(store);
+    let store = open(dir.path(), 10);
+    store.reindex().unwrap();
+    assert_eq!(in_chunks(&store), (expected(&store), 33));
 }

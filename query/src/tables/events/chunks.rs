@@ -19,24 +19,63 @@ use tokio::sync::mpsc::Sender;
 use crate::pushdown::EventBounds;
 
 /// What a sidecar scan reads.
-pub(super) struct ChunkScan {
-    pub(super) store: Arc<Store>,
+pub(crate) struct ChunkScan {
+    store: Arc<Store>,
     /// The chunks left after skipping, in log order.
-    pub(super) chunks: Vec<ColumnChunk>,
+    chunks: Vec<ColumnChunk>,
     /// Where the sidecar ends: entries from here are decoded.
     pub(super) covered: u64,
     /// For each projected column, its position in the sidecar.
-    pub(super) sidecar: Vec<usize>,
-    pub(super) schema: SchemaRef,
-    pub(super) bounds: EventBounds,
+    sidecar: Vec<usize>,
+    schema: SchemaRef,
+    bounds: EventBounds,
     /// Partitions to spread the chunks over.
-    pub(super) parts: usize,
+    parts: usize,
 }
 
 impl ChunkScan {
+    /// The scan of the sidecar columns `sidecar` (positions in
+    /// [`annal_store::columns::COLUMNS`], as `schema`) within `bounds`:
+    /// the chunks that may hold such rows, then the entries past the last.
+    pub(crate) fn new(
+        store: Arc<Store>,
+        sidecar: Vec<usize>,
+        schema: &SchemaRef,
+        bounds: &EventBounds,
+        parts: usize,
+    ) -> Result<ChunkScan> {
+        let all = store
+            .column_chunks()
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let covered = all.last().map_or(0, ColumnChunk::end);
+        let chunks = all.into_iter().filter(|c| may_hold(c, bounds)).collect();
+        Ok(ChunkScan {
+            store,
+            chunks,
+            covered,
+            sidecar,
+            schema: schema.clone(),
+            bounds: bounds.clone(),
+            parts,
+        })
+    }
+
+    /// Rows of the chunks it reads.
+    pub(super) fn rows(&self) -> u64 {
+        self.chunks.iter().map(|c| c.rows).sum()
+    }
+
+    /// Rows of those chunks the cluster and type bounds can match, at most.
+    pub(super) fn matching(&self) -> u64 {
+        self.chunks
+            .iter()
+            .map(|c| matching_rows(c, &self.bounds))
+            .sum()
+    }
+
     /// The scan as `parts` partitions: chunks dealt round-robin, the tail
     /// to the last one.
-    pub(super) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
+    pub(crate) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
         let parts = self.parts.min(self.chunks.len() + 1).max(1);
         let mut dealt: Vec<Vec<ColumnChunk>> = vec![Vec::new(); parts];
         for (i, c) in self.chunks.into_iter().enumerate() {
@@ -144,6 +183,36 @@ impl PartitionStream for Part {
             }
         })
     }
+}
+
+/// Whether `chunk` may hold rows within `bounds` (by its ranges and counts).
+fn may_hold(chunk: &ColumnChunk, b: &EventBounds) -> bool {
+    let overlaps = |range: Option<(i64, i64)>, since: Option<i64>, until: Option<i64>| {
+        range.is_some_and(|(lo, hi)| since.is_none_or(|s| hi >= s) && until.is_none_or(|u| lo < u))
+    };
+    let micros = |t: Option<annal_schemas::Timestamp>| t.map(|t| t.unix_micros());
+    chunk.end() > b.from_index
+        && b.to_index.is_none_or(|t| chunk.start < t)
+        && overlaps(chunk.time, micros(b.since), micros(b.until))
+        && overlaps(
+            chunk.recorded,
+            micros(b.recorded_since),
+            micros(b.recorded_until),
+        )
+        && matching_rows(chunk, b) > 0
+}
+
+/// Rows of `chunk` the cluster and type bounds can match, at most.
+fn matching_rows(chunk: &ColumnChunk, b: &EventBounds) -> u64 {
+    let by_cluster = b
+        .cluster
+        .as_ref()
+        .map_or(chunk.rows, |c| chunk.clusters.get(c).copied().unwrap_or(0));
+    let by_type = b
+        .event_type
+        .as_ref()
+        .map_or(chunk.rows, |t| chunk.types.get(t).copied().unwrap_or(0));
+    by_cluster.min(by_type)
 }
 
 /// Sends a chunk's batches as the projected schema; false once the

@@ -13,16 +13,17 @@
 
 mod chunks;
 mod leaf_rows;
+pub(crate) mod sidecar;
 
 use std::sync::Arc;
 
-use annal_store::columns::{ColumnChunk, COLUMNS};
+use annal_store::columns::COLUMNS;
 use annal_store::Store;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::Session;
 use datafusion::datasource::{TableProvider, TableType};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
@@ -165,63 +166,19 @@ impl EventsTable {
         else {
             return Ok(None); // `id` or `data`: only the leaves have them
         };
-        let all = self
-            .store
-            .column_chunks()
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let Some(covered) = all.last().map(ColumnChunk::end) else {
-            return Ok(None);
-        };
-        let chunks: Vec<ColumnChunk> = all.into_iter().filter(|c| may_hold(c, bounds)).collect();
+        let scan = ChunkScan::new(self.store.clone(), sidecar, schema, bounds, parts)?;
+        if scan.covered == 0 {
+            return Ok(None); // no chunk yet: the leaves either way
+        }
         if bounds.cluster.is_some() || bounds.event_type.is_some() {
             // The chunks left are read whole; through the indexes, only
             // the matching entries are decoded (the tail either way).
-            let rows: u64 = chunks.iter().map(|c| c.rows).sum();
-            let matching: u64 = chunks.iter().map(|c| matching_rows(c, bounds)).sum();
-            if matching.saturating_mul(INDEX_SELECTIVITY) < rows {
+            if scan.matching().saturating_mul(INDEX_SELECTIVITY) < scan.rows() {
                 return Ok(None);
             }
         }
-        Ok(Some(ChunkScan {
-            store: self.store.clone(),
-            chunks,
-            covered,
-            sidecar,
-            schema: schema.clone(),
-            bounds: bounds.clone(),
-            parts,
-        }))
+        Ok(Some(scan))
     }
-}
-
-/// Whether `chunk` may hold rows within `bounds` (by its ranges and counts).
-fn may_hold(chunk: &ColumnChunk, b: &EventBounds) -> bool {
-    let overlaps = |range: Option<(i64, i64)>, since: Option<i64>, until: Option<i64>| {
-        range.is_some_and(|(lo, hi)| since.is_none_or(|s| hi >= s) && until.is_none_or(|u| lo < u))
-    };
-    let micros = |t: Option<annal_schemas::Timestamp>| t.map(|t| t.unix_micros());
-    chunk.end() > b.from_index
-        && b.to_index.is_none_or(|t| chunk.start < t)
-        && overlaps(chunk.time, micros(b.since), micros(b.until))
-        && overlaps(
-            chunk.recorded,
-            micros(b.recorded_since),
-            micros(b.recorded_until),
-        )
-        && matching_rows(chunk, b) > 0
-}
-
-/// Rows of `chunk` the cluster and type bounds can match, at most.
-fn matching_rows(chunk: &ColumnChunk, b: &EventBounds) -> u64 {
-    let by_cluster = b
-        .cluster
-        .as_ref()
-        .map_or(chunk.rows, |c| chunk.clusters.get(c).copied().unwrap_or(0));
-    let by_type = b
-        .event_type
-        .as_ref()
-        .map_or(chunk.rows, |t| chunk.types.get(t).copied().unwrap_or(0));
-    by_cluster.min(by_type)
 }
 
 /// A scan of the leaves through the store's indexes.
