@@ -282,6 +282,24 @@ fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
         )
         .await;
         assert!(rare.contains("partition_sizes=1"), "{rare}");
+        // A join builds its hash table on the side the counts say is
+        // smaller (the one revocation, and the 176 entries past the
+        // chunks), not on every event.
+        let join = text(
+            &ctx,
+            &plan(
+                "WITH r AS (SELECT cluster AS c, json_get_str(data, 'fingerprint') AS f, time AS t \
+                   FROM events WHERE type = 'cluster.credential.revoked') \
+                 SELECT e.cluster, count(*) FROM events e JOIN r ON e.credential = r.f AND e.cluster = r.c \
+                 WHERE e.time > r.t GROUP BY e.cluster",
+            ),
+        )
+        .await;
+        let physical = &join[join.find("physical_plan").expect("a physical plan")..];
+        let at = |needle: &str| physical.find(needle).unwrap_or_else(|| panic!("{needle}: {join}"));
+        let build = at("projection=[time, type, cluster, data], estimated_rows=177");
+        let probe = at("projection=[time, cluster, credential], estimated_rows=1200");
+        assert!(at("HashJoinExec") < build && build < probe, "{join}");
     });
 }
 

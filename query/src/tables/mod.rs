@@ -15,6 +15,7 @@
 mod args;
 mod cluster_scan;
 pub mod clusters;
+mod estimated;
 pub mod events;
 mod fold;
 pub mod inventory;

@@ -60,6 +60,15 @@ impl ChunkScan {
         })
     }
 
+    /// Entries past the chunks (within the index bounds): decoded from
+    /// the leaves.
+    pub(super) fn tail(&self) -> u64 {
+        let size = self.store.size();
+        let from = self.covered.max(self.bounds.from_index);
+        let to = self.bounds.to_index.map_or(size, |t| t.min(size));
+        to.saturating_sub(from)
+    }
+
     /// Rows of the chunks it reads.
     pub(super) fn rows(&self) -> u64 {
         self.chunks.iter().map(|c| c.rows).sum()

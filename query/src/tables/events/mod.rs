@@ -29,6 +29,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 
+use super::estimated::Estimated;
 use crate::pushdown::EventBounds;
 use chunks::ChunkScan;
 
@@ -122,62 +123,51 @@ impl TableProvider for EventsTable {
         let schema = Arc::new(self.schema.project(&columns)?);
         let bounds = EventBounds::from_filters(filters);
         let parts = state.config().target_partitions().max(1);
-        let partitions: Vec<Arc<dyn PartitionStream>> =
-            match self.chunk_scan(&columns, &schema, &bounds, limit, parts)? {
-                Some(scan) => scan.partitions(),
-                None => vec![Arc::new(EventScan {
+        let names = self.schema.fields();
+        // Where each column is in the sidecar (`None`: `id` or `data`,
+        // which only the leaves have).
+        let sidecar: Option<Vec<usize>> = columns
+            .iter()
+            .map(|&c| COLUMNS.iter().position(|n| *n == names[c].name()))
+            .collect();
+        let chunks = ChunkScan::new(
+            self.store.clone(),
+            sidecar.clone().unwrap_or_default(),
+            &schema,
+            &bounds,
+            parts,
+        )?;
+        let through_chunks = sidecar.is_some()
+            && limit.is_none() // the leaves stop at the limit
+            && chunks.covered > 0 // no chunk yet: the leaves either way
+            // The chunks left are read whole; through the indexes, only
+            // the matching entries are decoded (the tail either way).
+            && ((bounds.cluster.is_none() && bounds.event_type.is_none())
+                || chunks.matching().saturating_mul(INDEX_SELECTIVITY) >= chunks.rows());
+        let tail = chunks.tail();
+        let (partitions, rows): (Vec<Arc<dyn PartitionStream>>, u64) = match through_chunks {
+            true => {
+                let rows = chunks.rows() + tail;
+                (chunks.partitions(), rows)
+            }
+            false => {
+                let rows = match chunks.covered {
+                    0 => self.store.size(),
+                    _ => chunks.matching() + tail,
+                };
+                let scan = EventScan {
                     store: self.store.clone(),
                     bounds,
                     columns,
                     schema: schema.clone(),
                     limit,
-                })],
-            };
-        Ok(Arc::new(StreamingTableExec::try_new(
-            schema,
-            partitions,
-            None,
-            vec![],
-            false,
-            limit,
-        )?))
-    }
-}
-
-impl EventsTable {
-    /// The scan of the sidecar, when it serves this scan better than the
-    /// leaves.
-    fn chunk_scan(
-        &self,
-        columns: &[usize],
-        schema: &SchemaRef,
-        bounds: &EventBounds,
-        limit: Option<usize>,
-        parts: usize,
-    ) -> Result<Option<ChunkScan>> {
-        if limit.is_some() {
-            return Ok(None); // the leaves stop at the limit
-        }
-        let names = self.schema.fields();
-        let Some(sidecar) = columns
-            .iter()
-            .map(|&c| COLUMNS.iter().position(|n| *n == names[c].name()))
-            .collect::<Option<Vec<usize>>>()
-        else {
-            return Ok(None); // `id` or `data`: only the leaves have them
-        };
-        let scan = ChunkScan::new(self.store.clone(), sidecar, schema, bounds, parts)?;
-        if scan.covered == 0 {
-            return Ok(None); // no chunk yet: the leaves either way
-        }
-        if bounds.cluster.is_some() || bounds.event_type.is_some() {
-            // The chunks left are read whole; through the indexes, only
-            // the matching entries are decoded (the tail either way).
-            if scan.matching().saturating_mul(INDEX_SELECTIVITY) < scan.rows() {
-                return Ok(None);
+                };
+                (vec![Arc::new(scan)], rows)
             }
-        }
-        Ok(Some(scan))
+        };
+        let rows = limit.map_or(rows, |l| rows.min(l as u64));
+        let exec = StreamingTableExec::try_new(schema, partitions, None, vec![], false, limit)?;
+        Ok(Estimated::wrap(Arc::new(exec), rows))
     }
 }
 

@@ -17,6 +17,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::chunks::ChunkScan;
 use crate::pushdown::EventBounds;
+use crate::tables::estimated::Estimated;
 
 /// Every sidecar column ([`annal_store::columns::COLUMNS`]) of every entry.
 pub(crate) struct SidecarTable {
@@ -79,13 +80,9 @@ impl TableProvider for SidecarTable {
         let bounds = EventBounds::from_filters(filters);
         let parts = state.config().target_partitions().max(1);
         let scan = ChunkScan::new(self.store.clone(), columns, &schema, &bounds, parts)?;
-        Ok(Arc::new(StreamingTableExec::try_new(
-            schema,
-            scan.partitions(),
-            None,
-            vec![],
-            false,
-            limit,
-        )?))
+        let rows = scan.rows() + scan.tail();
+        let exec =
+            StreamingTableExec::try_new(schema, scan.partitions(), None, vec![], false, limit)?;
+        Ok(Estimated::wrap(Arc::new(exec), rows))
     }
 }
