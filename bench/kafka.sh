@@ -43,9 +43,11 @@ out="bench/results/kafka-$count-$seed.json"
 python3 - "$port" "$count" "$out" <<'PY'
 import json, sys, time, urllib.request
 port, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def messages():
+def metric(name):
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
-    return next(int(l.split()[1]) for l in text.splitlines() if l.startswith("annal_kafka_messages_total "))
+    return next(int(float(l.split()[1])) for l in text.splitlines() if l.startswith(name + " "))
+def messages():
+    return metric("annal_kafka_messages_total")
 start = time.time()
 first = None
 while True:
@@ -60,9 +62,10 @@ while True:
     time.sleep(0.05)
 t0, n0 = first
 rate = (count - n0) / (now - t0)
-print(f"consumed {count} messages: {rate:,.0f} events/s after the first batch ({now - start:.1f} s from start, including the group join)")
+batches = metric("annal_kafka_batches_total")
+print(f"consumed {count} messages: {rate:,.0f} events/s after the first batch ({now - start:.1f} s from start, including the group join), {batches} group commits")
 json.dump({"count": count, "events_per_second": round(rate), "seconds_from_start": round(now - start, 2),
-           "seconds_from_first_batch": round(now - t0, 2)}, open(out, "w"), indent=2)
+           "seconds_from_first_batch": round(now - t0, 2), "group_commits": batches}, open(out, "w"), indent=2)
 PY
 kill -TERM "$server"
 wait "$timer" || true
