@@ -6,7 +6,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::StoreError;
@@ -83,25 +82,6 @@ impl RecordFile {
                 .map_err(|e| StoreError::io(&self.path, e))?;
         }
         Ok(())
-    }
-}
-
-/// Reads record `index` of a `width`-byte record file, `None` past the end.
-pub(crate) fn read_record(
-    path: &Path,
-    width: usize,
-    index: u64,
-) -> Result<Option<Vec<u8>>, StoreError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(StoreError::io(path, e)),
-    };
-    let mut buf = vec![0u8; width];
-    match file.read_exact_at(&mut buf, index * width as u64) {
-        Ok(()) => Ok(Some(buf)),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-        Err(e) => Err(StoreError::io(path, e)),
     }
 }
 
