@@ -1,7 +1,8 @@
 //! Event listing with filters.
 
 use annal_schemas::{EventType, Timestamp};
-use annal_store::{Entry, ScanKey, Store, StoreError};
+use annal_store::leaf_view::LeafView;
+use annal_store::{Entry, RawLeaf, ScanKey, Store, StoreError};
 
 /// Which events to list.
 #[derive(Clone, Debug, Default)]
@@ -58,5 +59,40 @@ pub fn select<'a>(
     match filter.limit {
         Some(n) => Box::new(filtered.take(n)),
         None => Box::new(filtered),
+    }
+}
+
+impl EventFilter {
+    /// Whether the leaf `v` is one of the events this filter selects
+    /// (the limit aside).
+    pub fn matches(&self, v: &LeafView<'_>) -> bool {
+        self.cluster
+            .as_deref()
+            .is_none_or(|c| v.cluster.as_deref() == Some(c))
+            && self.event_type.is_none_or(|t| v.event_type == t)
+            && v.index >= self.from_index
+            && self.to_index.is_none_or(|t| v.index < t)
+            && self.since.is_none_or(|s| v.time >= s)
+            && self.until.is_none_or(|u| v.time < u)
+    }
+}
+
+/// The leaves [`select`] reads for `filter`, as bytes, in the same order
+/// and not yet filtered: the caller reads each in place
+/// ([`LeafView`]), keeps those [`EventFilter::matches`] accepts and
+/// applies the limit.
+pub fn select_leaves<'a>(
+    store: &'a Store,
+    filter: &'a EventFilter,
+) -> Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + 'a> {
+    match (&filter.cluster, &filter.event_type) {
+        (Some(c), _) => store.scan_leaf_bytes(ScanKey::Cluster(c), filter.since, filter.until),
+        (None, Some(t)) => {
+            store.scan_leaf_bytes(ScanKey::Type(t.as_str()), filter.since, filter.until)
+        }
+        (None, None) => {
+            let to = filter.to_index.unwrap_or(u64::MAX).min(store.size());
+            store.leaves(filter.from_index, to)
+        }
     }
 }

@@ -234,6 +234,33 @@ fn check_all(store: &Arc<Store>) {
                 .schema,
         );
         assert_eq!(a, b, "the same columns and types");
+        // `id` and `data` from the leaves, read in place: what decoding
+        // each entry gives.
+        let answer = sql::run(&ctx, "SELECT id, data FROM events ORDER BY index")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        for b in &answer.batches {
+            let text = |c: usize| {
+                b.column(c)
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::StringArray>()
+                    .unwrap()
+                    .clone()
+            };
+            let (ids, data) = (text(0), text(1));
+            for i in 0..b.num_rows() {
+                got.push((ids.value(i).to_string(), data.value(i).to_string()));
+            }
+        }
+        let want: Vec<(String, String)> = store
+            .entries(0, store.size())
+            .map(|e| {
+                let e = e.unwrap();
+                (e.event.id.clone(), e.event.data.to_string())
+            })
+            .collect();
+        assert_eq!(got, want);
     });
 }
 

@@ -37,6 +37,7 @@ mod index;
 mod keys;
 mod layout;
 mod leaf_check;
+pub mod leaf_view;
 mod leaves;
 mod log;
 pub mod merkle;

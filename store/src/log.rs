@@ -772,9 +772,53 @@ impl Store {
         from: Option<Timestamp>,
         to: Option<Timestamp>,
     ) -> Box<dyn Iterator<Item = Result<Entry, StoreError>> + 'a> {
+        if let Hold::View(_) = &self.hold {
+            return Box::new(self.scan_leaves(key, from, to));
+        }
+        Box::new(self.scan_indexes(key, from, to).map(|ix| {
+            let ix = ix?;
+            self.entry(ix)?.ok_or_else(|| {
+                StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
+            })
+        }))
+    }
+
+    /// [`Store::scan`], as leaf bytes: for readers that parse only what
+    /// they need of each leaf (a few fields, `data` as its text).
+    pub fn scan_leaf_bytes<'a>(
+        &'a self,
+        key: ScanKey<'a>,
+        from: Option<Timestamp>,
+        to: Option<Timestamp>,
+    ) -> Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + 'a> {
+        if let Hold::View(_) = &self.hold {
+            let entries = self.scan_leaves(key, from, to);
+            return Box::new(entries.map(|e| e.and_then(|e| Ok((e.index, e.to_leaf_bytes()?)))));
+        }
+        Box::new(self.scan_indexes(key, from, to).map(|ix| {
+            let ix = ix?;
+            let bytes = self.leaf_bytes(ix)?.ok_or_else(|| {
+                StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
+            })?;
+            Ok((ix, bytes))
+        }))
+    }
+
+    /// The log indexes of [`Store::scan`] (a writer's; a view has no key
+    /// indexes).
+    fn scan_indexes<'a>(
+        &'a self,
+        key: ScanKey<'a>,
+        from: Option<Timestamp>,
+        to: Option<Timestamp>,
+    ) -> Box<dyn Iterator<Item = Result<u64, StoreError>> + 'a> {
         let keys = match &self.hold {
             Hold::Owned(owned) => &owned.keys,
-            Hold::View(_) => return Box::new(self.scan_leaves(key, from, to)),
+            Hold::View(_) => {
+                return Box::new(std::iter::once(Err(StoreError::Corrupt(
+                    "a read-only view has no key indexes".into(),
+                ))))
+            }
         };
         if let Err(e) = self.keys_current() {
             return Box::new(std::iter::once(Err(e)));
@@ -800,11 +844,7 @@ impl Store {
                 other => other,
             };
             answered = true;
-            Some(ix.and_then(|ix| {
-                self.entry(ix)?.ok_or_else(|| {
-                    StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
-                })
-            }))
+            Some(ix)
         }))
     }
 

@@ -103,12 +103,17 @@ impl Row {
 /// The app an event is about: `data.app` of the `app.*` events and of
 /// `controller.metrics` (the only types whose data has one at the top).
 pub fn app_of(event: &Envelope) -> Option<String> {
-    let has_app = event.event_type.as_str().starts_with("app.")
-        || event.event_type == EventType::ControllerMetrics;
+    app_of_data(event.event_type, &event.data)
+}
+
+/// [`app_of`], from an entry's type and `data`.
+pub fn app_of_data(event_type: EventType, data: &serde_json::Value) -> Option<String> {
+    let has_app =
+        event_type.as_str().starts_with("app.") || event_type == EventType::ControllerMetrics;
     if !has_app {
         return None;
     }
-    app_in(&event.data)
+    app_in(data)
 }
 
 /// `data.app`, when it is a string.

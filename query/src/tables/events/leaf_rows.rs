@@ -1,11 +1,15 @@
-//! Rows built from decoded entries: what the columns of the sidecar do
-//! not hold (`id`, `data`), the entries past its last chunk, and chunks
-//! whose file is damaged.
+//! Rows built from the leaves: what the columns of the sidecar do not hold
+//! (`id`, `data`), the entries past its last chunk, and chunks whose file
+//! is damaged. Each leaf is read in place ([`LeafView`]): its fields are
+//! borrowed from the line and `data` is copied as the leaf's canonical
+//! text, never built into a JSON tree and printed again.
 
 use std::sync::Arc;
 
-use annal_store::columns::app_of;
-use annal_store::Entry;
+use annal_schemas::EventType;
+use annal_store::columns::app_of_data;
+use annal_store::leaf_view::LeafView;
+use annal_store::RawLeaf;
 use datafusion::arrow::array::{
     ArrayRef, RecordBatch, StringBuilder, TimestampMicrosecondBuilder, UInt64Builder,
 };
@@ -13,27 +17,46 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use tokio::sync::mpsc::Sender;
 
+use crate::events::EventFilter;
+
 /// Rows per Arrow batch.
 const BATCH_ROWS: usize = 8192;
 
-/// Sends the rows of `entries` in batches of `schema` (the projected
-/// `columns`); false once the consumer is gone or a read failed.
+/// Sends the rows of the `leaves` that `filter` selects (at most its
+/// limit), in batches of `schema` (the projected `columns`); false once
+/// the consumer is gone or a read failed.
 pub(super) fn send(
-    entries: impl Iterator<Item = std::result::Result<Entry, annal_store::StoreError>>,
+    leaves: impl Iterator<Item = std::result::Result<RawLeaf, annal_store::StoreError>>,
+    filter: &EventFilter,
     columns: &[usize],
     schema: &SchemaRef,
     tx: &Sender<Result<RecordBatch>>,
 ) -> bool {
+    let fail = |e: annal_store::StoreError| {
+        let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+        false
+    };
     let mut batch = Rows::new(columns);
-    for entry in entries {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
-                return false;
-            }
+    let mut sent = 0usize;
+    for leaf in leaves {
+        if filter.limit.is_some_and(|n| sent >= n) {
+            break;
+        }
+        let (_, bytes) = match leaf {
+            Ok(l) => l,
+            Err(e) => return fail(e),
         };
-        batch.push(&entry);
+        let view = match LeafView::parse(&bytes) {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        };
+        if !filter.matches(&view) {
+            continue;
+        }
+        if let Err(e) = batch.push(&view) {
+            return fail(e);
+        }
+        sent += 1;
         if batch.len == BATCH_ROWS {
             let full = std::mem::replace(&mut batch, Rows::new(columns));
             if tx.blocking_send(full.finish(schema)).is_err() {
@@ -50,57 +73,57 @@ struct Rows {
     len: usize,
 }
 
+/// One projected column (numbered as in the `events` schema).
 enum Column {
     Index(UInt64Builder),
-    Time(TimestampMicrosecondBuilder, fn(&Entry) -> i64),
-    Text(StringBuilder, fn(&Entry) -> Option<String>),
+    Time(TimestampMicrosecondBuilder, bool),
+    Text(StringBuilder, usize),
 }
 
 impl Rows {
     fn new(columns: &[usize]) -> Rows {
         let columns = columns
             .iter()
-            .map(|c| match c {
+            .map(|&c| match c {
                 0 => Column::Index(UInt64Builder::with_capacity(BATCH_ROWS)),
-                1 => Column::Time(ts_builder(), |e| e.recorded_at.unix_micros()),
-                2 => Column::Time(ts_builder(), |e| e.event.time.unix_micros()),
-                3 => Column::Text(StringBuilder::new(), |e| {
-                    Some(e.event.event_type.as_str().to_string())
-                }),
-                4 => Column::Text(StringBuilder::new(), |e| e.event.cluster.clone()),
-                5 => Column::Text(StringBuilder::new(), |e| Some(e.event.id.clone())),
-                6 => Column::Text(StringBuilder::new(), |e| e.event.source.clone()),
-                7 => Column::Text(StringBuilder::new(), |e| {
-                    e.event.actor.as_ref().and_then(|a| a.principal.clone())
-                }),
-                8 => Column::Text(StringBuilder::new(), |e| {
-                    e.event.actor.as_ref().and_then(|a| a.impersonated.clone())
-                }),
-                9 => Column::Text(StringBuilder::new(), |e| {
-                    e.event.actor.as_ref().and_then(|a| a.field_manager.clone())
-                }),
-                10 => Column::Text(StringBuilder::new(), |e| {
-                    e.event.actor.as_ref().and_then(|a| a.controller.clone())
-                }),
-                11 => Column::Text(StringBuilder::new(), |e| {
-                    e.event.actor.as_ref().and_then(|a| a.credential.clone())
-                }),
-                12 => Column::Text(StringBuilder::new(), |e| app_of(&e.event)),
-                _ => Column::Text(StringBuilder::new(), |e| Some(e.event.data.to_string())),
+                1 | 2 => Column::Time(
+                    TimestampMicrosecondBuilder::with_capacity(BATCH_ROWS),
+                    c == 1,
+                ),
+                c => Column::Text(StringBuilder::new(), c),
             })
             .collect();
         Rows { columns, len: 0 }
     }
 
-    fn push(&mut self, e: &Entry) {
+    fn push(&mut self, v: &LeafView<'_>) -> std::result::Result<(), annal_store::StoreError> {
         for c in &mut self.columns {
             match c {
-                Column::Index(b) => b.append_value(e.index),
-                Column::Time(b, f) => b.append_value(f(e)),
-                Column::Text(b, f) => b.append_option(f(e)),
+                Column::Index(b) => b.append_value(v.index),
+                Column::Time(b, recorded) => b.append_value(match recorded {
+                    true => v.recorded_at.unix_micros(),
+                    false => v.time.unix_micros(),
+                }),
+                Column::Text(b, n) => {
+                    let a = &v.actor;
+                    match n {
+                        3 => b.append_value(v.event_type.as_str()),
+                        4 => b.append_option(v.cluster.as_deref()),
+                        5 => b.append_value(&v.id),
+                        6 => b.append_option(v.source.as_deref()),
+                        7 => b.append_option(a.principal.as_deref()),
+                        8 => b.append_option(a.impersonated.as_deref()),
+                        9 => b.append_option(a.field_manager.as_deref()),
+                        10 => b.append_option(a.controller.as_deref()),
+                        11 => b.append_option(a.credential.as_deref()),
+                        12 => b.append_option(app(v)?),
+                        _ => b.append_value(v.data),
+                    }
+                }
             }
         }
         self.len += 1;
+        Ok(())
     }
 
     fn finish(self, schema: &SchemaRef) -> Result<RecordBatch> {
@@ -125,6 +148,15 @@ impl Rows {
     }
 }
 
-fn ts_builder() -> TimestampMicrosecondBuilder {
-    TimestampMicrosecondBuilder::with_capacity(BATCH_ROWS)
+/// The `app` column: `data.app` of the types that have one (their `data`
+/// is parsed for it; no other type's is).
+fn app(v: &LeafView<'_>) -> std::result::Result<Option<String>, annal_store::StoreError> {
+    let has_app =
+        v.event_type.as_str().starts_with("app.") || v.event_type == EventType::ControllerMetrics;
+    if !has_app {
+        return Ok(None);
+    }
+    let data: serde_json::Value = serde_json::from_str(v.data)
+        .map_err(|e| annal_store::StoreError::Corrupt(format!("leaf {}: data: {e}", v.index)))?;
+    Ok(app_of_data(v.event_type, &data))
 }

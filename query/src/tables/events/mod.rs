@@ -6,7 +6,7 @@
 //! cluster/type counts rule them out, and decodes only the entries past
 //! the last chunk ([`chunks`]). When it needs `id` or `data`, or when a
 //! `cluster`/`type` filter matches few rows, it reads the entries through
-//! the store's indexes ([`crate::events::select`], as the CLI lists
+//! the store's indexes ([`crate::events::select_leaves`], as the CLI lists
 //! events) and decodes them ([`leaf_rows`]). Either way the scan runs on
 //! blocking threads that send Arrow batches through two-slot channels, so
 //! memory holds a few batches, never the log.
@@ -207,8 +207,8 @@ impl PartitionStream for EventScan {
             let Some(filter) = filter else {
                 return; // a type no event has
             };
-            let entries = crate::events::select(&store, &filter);
-            leaf_rows::send(entries, &columns, &schema, &tx);
+            let leaves = crate::events::select_leaves(&store, &filter);
+            leaf_rows::send(leaves, &filter, &columns, &schema, &tx);
         })
     }
 }
