@@ -9,7 +9,7 @@
 
 use annal_schemas::{EventType, Timestamp};
 use datafusion::common::ScalarValue;
-use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 
 use crate::events::EventFilter;
 
@@ -60,6 +60,19 @@ impl EventBounds {
             to_index: self.to_index,
             limit: None,
         })
+    }
+
+    /// How an events scan takes each of `filters`: the ones these bounds
+    /// understand narrow the scan but are applied again above it
+    /// (inexact), the rest are not pushed.
+    pub fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+        filters
+            .iter()
+            .map(|f| match EventBounds::understands(f) {
+                true => TableProviderFilterPushDown::Inexact,
+                false => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect()
     }
 
     /// Whether `expr` narrows the scan (and is therefore worth pushing).

@@ -1,57 +1,16 @@
-//! A leaf's top-level fields without decoding its `data`: what the sidecar
-//! holds, read straight from the canonical bytes for the entries no chunk
-//! holds yet (the tail, a damaged chunk, a chunk being built). serde skips
-//! `data` without building it, except for the entries whose `data` has
-//! sidecar columns (`app.*`, `controller.metrics`).
+//! A leaf's sidecar fields without decoding its `data`: read in place
+//! ([`LeafView`]) for the entries no chunk holds yet (the tail, a damaged
+//! chunk, a chunk being built). `data` is parsed only for the entries whose
+//! `data` has sidecar columns (`app.*`, `controller.metrics`).
 
 use std::borrow::Cow;
 
 use annal_schemas::{EventType, Timestamp};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
-use super::row::{app_in, Row};
+use super::row::{app_in, has_app, Row};
 use super::sync::Sync;
+use crate::leaf_view::LeafView;
 use crate::StoreError;
-
-#[derive(Deserialize)]
-struct Leaf<'a> {
-    index: u64,
-    #[serde(borrow)]
-    recorded_at: Cow<'a, str>,
-    #[serde(borrow)]
-    event: Event<'a>,
-}
-
-#[derive(Deserialize)]
-struct Event<'a> {
-    #[serde(rename = "type", borrow)]
-    event_type: Cow<'a, str>,
-    #[serde(borrow)]
-    time: Cow<'a, str>,
-    #[serde(default, borrow)]
-    cluster: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    source: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    actor: Option<Actor<'a>>,
-    #[serde(default, borrow)]
-    data: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize, Default)]
-struct Actor<'a> {
-    #[serde(default, borrow)]
-    principal: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    impersonated: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    field_manager: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    controller: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    credential: Option<Cow<'a, str>>,
-}
 
 /// One entry's sidecar fields.
 pub(crate) struct Fields {
@@ -65,48 +24,33 @@ pub(crate) struct Fields {
 
 /// The sidecar fields of the leaf `bytes`.
 pub(crate) fn fields(bytes: &[u8]) -> Result<Fields, StoreError> {
-    let bad = |what: String| StoreError::Corrupt(format!("leaf: {what}"));
-    let leaf: Leaf = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
-    let e = leaf.event;
-    let event_type: EventType = e.event_type.parse().map_err(|_| {
-        bad(format!(
-            "entry {}: unknown type {:?}",
-            leaf.index, e.event_type
-        ))
-    })?;
-    let time = |s: &str| {
-        s.parse::<Timestamp>()
-            .map_err(|err| bad(format!("entry {}: time {s:?}: {err}", leaf.index)))
-    };
-    let actor = e.actor.unwrap_or_default();
+    let v = LeafView::parse(bytes)?;
     let own = |c: Option<Cow<str>>| c.map(Cow::into_owned);
-    // Only these types' data has sidecar columns: the rest is never built.
-    let has_app =
-        event_type.as_str().starts_with("app.") || event_type == EventType::ControllerMetrics;
-    let data: Option<serde_json::Value> = match e.data.filter(|_| has_app) {
-        Some(raw) => Some(
-            serde_json::from_str(raw.get())
-                .map_err(|err| bad(format!("entry {}: data: {err}", leaf.index)))?,
-        ),
-        None => None,
-    };
+    let data: Option<serde_json::Value> =
+        match has_app(v.event_type) {
+            true => Some(serde_json::from_str(v.data).map_err(|err| {
+                StoreError::Corrupt(format!("leaf: entry {}: data: {err}", v.index))
+            })?),
+            false => None,
+        };
+    let a = v.actor;
     Ok(Fields {
-        index: leaf.index,
-        recorded_at: time(&leaf.recorded_at)?,
-        cluster: own(e.cluster),
-        event_type,
-        time: time(&e.time)?,
+        index: v.index,
+        recorded_at: v.recorded_at,
+        cluster: own(v.cluster),
+        event_type: v.event_type,
+        time: v.time,
         row: Row {
-            source: own(e.source),
-            principal: own(actor.principal),
-            impersonated: own(actor.impersonated),
-            field_manager: own(actor.field_manager),
-            controller: own(actor.controller),
-            credential: own(actor.credential),
+            source: own(v.source),
+            principal: own(a.principal),
+            impersonated: own(a.impersonated),
+            field_manager: own(a.field_manager),
+            controller: own(a.controller),
+            credential: own(a.credential),
             app: data.as_ref().and_then(app_in),
             sync: data
                 .as_ref()
-                .filter(|_| event_type == EventType::AppSync)
+                .filter(|_| v.event_type == EventType::AppSync)
                 .map(|d| Box::new(Sync::of(d))),
         },
     })

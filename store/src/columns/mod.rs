@@ -29,7 +29,7 @@ use arrow_array::RecordBatch;
 
 pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
-pub use row::{app_of, app_of_data, schema, COLUMNS, SYNC_START};
+pub use row::{app_of, app_of_data, has_app, schema, COLUMNS, SYNC_START};
 use seal::Sealer;
 
 use crate::leaves::Segments;

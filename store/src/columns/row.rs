@@ -108,12 +108,13 @@ pub fn app_of(event: &Envelope) -> Option<String> {
 
 /// [`app_of`], from an entry's type and `data`.
 pub fn app_of_data(event_type: EventType, data: &serde_json::Value) -> Option<String> {
-    let has_app =
-        event_type.as_str().starts_with("app.") || event_type == EventType::ControllerMetrics;
-    if !has_app {
-        return None;
-    }
-    app_in(data)
+    has_app(event_type).then(|| app_in(data)).flatten()
+}
+
+/// Whether entries of `event_type` have an app (`app.*`,
+/// `controller.metrics`): the only types whose `data` has one at the top.
+pub fn has_app(event_type: EventType) -> bool {
+    event_type.as_str().starts_with("app.") || event_type == EventType::ControllerMetrics
 }
 
 /// `data.app`, when it is a string.

@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use annal_schemas::EventType;
-use annal_store::columns::app_of_data;
+use annal_store::columns::{app_of_data, has_app};
 use annal_store::leaf_view::LeafView;
 use annal_store::RawLeaf;
 use datafusion::arrow::array::{
@@ -151,9 +150,7 @@ impl Rows {
 /// The `app` column: `data.app` of the types that have one (their `data`
 /// is parsed for it; no other type's is).
 fn app(v: &LeafView<'_>) -> std::result::Result<Option<String>, annal_store::StoreError> {
-    let has_app =
-        v.event_type.as_str().starts_with("app.") || v.event_type == EventType::ControllerMetrics;
-    if !has_app {
+    if !has_app(v.event_type) {
         return Ok(None);
     }
     let data: serde_json::Value = serde_json::from_str(v.data)

@@ -97,16 +97,7 @@ impl TableProvider for EventsTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|f| {
-                if EventBounds::understands(f) {
-                    TableProviderFilterPushDown::Inexact
-                } else {
-                    TableProviderFilterPushDown::Unsupported
-                }
-            })
-            .collect())
+        Ok(EventBounds::pushdown(filters))
     }
 
     async fn scan(

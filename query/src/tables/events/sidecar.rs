@@ -56,13 +56,7 @@ impl TableProvider for SidecarTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|f| match EventBounds::understands(f) {
-                true => TableProviderFilterPushDown::Inexact,
-                false => TableProviderFilterPushDown::Unsupported,
-            })
-            .collect())
+        Ok(EventBounds::pushdown(filters))
     }
 
     async fn scan(
