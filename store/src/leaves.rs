@@ -312,6 +312,10 @@ pub(crate) struct SegmentWriter {
     /// Files written since the last sync.
     dirty: Vec<(u64, File)>,
     dir_dirty: bool,
+    /// The bytes of one commit, kept between commits: a new buffer of a few
+    /// MB each time is fresh memory the kernel zeroes and faults in again
+    /// (a tenth of ingest's time in a profile).
+    buf: Vec<u8>,
 }
 
 impl SegmentWriter {
@@ -345,6 +349,7 @@ impl SegmentWriter {
             open,
             dirty: Vec::new(),
             dir_dirty: false,
+            buf: Vec::new(),
         })
     }
 
@@ -355,7 +360,8 @@ impl SegmentWriter {
         leaves: &[Vec<u8>],
     ) -> Result<Vec<LeafPointer>, StoreError> {
         let mut pointers = Vec::with_capacity(leaves.len());
-        let mut buf: Vec<u8> = Vec::new();
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
         for (i, leaf) in leaves.iter().enumerate() {
             let index = first_index + i as u64;
             let rotate = match &self.open {
@@ -381,6 +387,7 @@ impl SegmentWriter {
             buf.push(b'\n');
         }
         self.write_buffer(&mut buf)?;
+        self.buf = buf;
         let mut encoded = Vec::with_capacity(pointers.len() * LeafPointer::ENCODED_LEN);
         for p in &pointers {
             encoded.extend_from_slice(&p.encode());

@@ -19,10 +19,13 @@ use crate::StoreError;
 /// The mark's file name under the index directory.
 pub(crate) const FILE: &str = "mark";
 
-/// The layout of the indexes this annal writes: 3, keys in sorted runs
-/// and the mark in its own file (1: object versions in sled; 2: every key
-/// through fjall's journal, the mark in a keyspace).
-pub(crate) const LAYOUT: u32 = 3;
+/// The layout of the indexes this annal writes: 4, keys in sorted runs,
+/// the mark in its own file, and the point-read keyspaces created with
+/// their filters and block indexes pinned (1: object versions in sled; 2:
+/// every key through fjall's journal, the mark in a keyspace; 3: fjall's
+/// default pinning, which fjall keeps for a keyspace's life, so moving to
+/// 4 rebuilds the keyspaces).
+pub(crate) const LAYOUT: u32 = 4;
 
 /// What the indexes hold.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -43,7 +43,7 @@ pub(crate) use keys::IdDigest;
 pub use keys::ScanKey;
 pub(crate) use mark::ClusterMark;
 use mark::Mark;
-use runs::Buffered;
+use runs::{Buffered, Reads};
 use versions::{ClusterVersions, NewVersion, VersionIndex};
 
 /// Keyspaces only older layouts have: the mark and the clusters' file
@@ -240,15 +240,16 @@ impl Indexes {
             .max_journaling_size(JOURNAL_BYTES)
             .open()
             .map_err(|e| index_error(path, e))?;
-        let keyspace =
-            |name: &'static str| Buffered::open(&db, name).map_err(|e| index_error(path, e));
+        let keyspace = |name: &'static str, reads: Reads| {
+            Buffered::open(&db, name, reads).map_err(|e| index_error(path, e))
+        };
         let keys = keys::Keys::new(
             path,
-            keyspace("ids")?,
-            keyspace("cluster_time")?,
-            keyspace("type_time")?,
+            keyspace("ids", Reads::Point)?,
+            keyspace("cluster_time", Reads::Range)?,
+            keyspace("type_time", Reads::Range)?,
         );
-        let versions = VersionIndex::new(path, versions, keyspace("objects")?);
+        let versions = VersionIndex::new(path, versions, keyspace("objects", Reads::Point)?);
         let marker = path.join(FORMAT_MARKER);
         if !marker.exists() {
             std::fs::write(&marker, b"annal indexes\n").map_err(|e| StoreError::io(&marker, e))?;
