@@ -986,8 +986,15 @@ impl Store {
             Opened::Outdated(found) if found == "1" => Some(format!(
                 "indexes in layout {found} (object versions in sled); this annal keeps them beside the ids"
             )),
-            Opened::Outdated(found) => Some(format!(
+            Opened::Outdated(found) if found == "2" => Some(format!(
                 "indexes in layout {found} (every key through fjall's journal); this annal writes them in sorted runs"
+            )),
+            Opened::Outdated(found) if found == "3" => Some(format!(
+                "indexes in layout {found} (fjall's default pinning); this annal keeps the id and object keyspaces' filters in memory"
+            )),
+            Opened::Outdated(found) => Some(format!(
+                "indexes in layout {found}; this annal writes layout {}",
+                crate::index::MARK_LAYOUT
             )),
             Opened::Created if w.frontier.size() > 0 => Some("no indexes".to_string()),
             _ => {

@@ -1300,3 +1300,49 @@ fn verify_names_a_system_time_that_goes_back_within_and_across_its_chunks() {
         );
     }
 }
+
+#[test]
+fn indexes_of_layout_3_are_rebuilt_on_open_with_the_same_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/store").unwrap();
+    let data = layout::DataDir::new(dir.path());
+    let store = Store::open(dir.path()).unwrap();
+    store
+        .append(vec![
+            observed("a", "x", 0),
+            observed("b", "y", 1),
+            observed("c", "x", 2),
+        ])
+        .unwrap();
+    let rows = version_rows(&store);
+    let root = root_hex(&store);
+    drop(store);
+    // The mark of a ledger written before layout 4 (its keyspaces created
+    // with fjall's default pinning, which fjall keeps).
+    let mark = data.key_index().join("mark");
+    let text = std::fs::read_to_string(&mark).unwrap();
+    let old = text.replace(
+        &format!("\"layout\":{}", crate::index::MARK_LAYOUT),
+        "\"layout\":3",
+    );
+    assert_ne!(old, text, "the mark names its layout: {text}");
+    std::fs::write(&mark, old).unwrap();
+
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(format!("{r:?}"))).unwrap();
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.contains("Indexes") && r.contains("layout 3")),
+        "{reports:?}"
+    );
+    assert_eq!(version_rows(&store), rows);
+    assert_eq!(root_hex(&store), root);
+    assert_eq!(store.key_index().id("b").unwrap(), Some(1));
+    drop(store);
+    let text = std::fs::read_to_string(&mark).unwrap();
+    assert!(
+        text.contains(&format!("\"layout\":{}", crate::index::MARK_LAYOUT)),
+        "{text}"
+    );
+}

@@ -43,6 +43,8 @@ pub(crate) use keys::IdDigest;
 pub use keys::ScanKey;
 pub(crate) use mark::ClusterMark;
 use mark::Mark;
+/// The index layout this annal writes (see [`mark::LAYOUT`]).
+pub(crate) const MARK_LAYOUT: u32 = mark::LAYOUT;
 use runs::{Buffered, Reads};
 use versions::{ClusterVersions, NewVersion, VersionIndex};
 
