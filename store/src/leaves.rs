@@ -360,8 +360,8 @@ impl SegmentWriter {
         leaves: &[Vec<u8>],
     ) -> Result<Vec<LeafPointer>, StoreError> {
         let mut pointers = Vec::with_capacity(leaves.len());
+        // Empty: `write_buffer` clears it after each write.
         let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
         for (i, leaf) in leaves.iter().enumerate() {
             let index = first_index + i as u64;
             let rotate = match &self.open {

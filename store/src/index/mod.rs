@@ -43,8 +43,7 @@ pub(crate) use keys::IdDigest;
 pub use keys::ScanKey;
 pub(crate) use mark::ClusterMark;
 use mark::Mark;
-/// The index layout this annal writes (see [`mark::LAYOUT`]).
-pub(crate) const MARK_LAYOUT: u32 = mark::LAYOUT;
+pub(crate) use mark::LAYOUT as MARK_LAYOUT;
 use runs::{Buffered, Reads};
 use versions::{ClusterVersions, NewVersion, VersionIndex};
 
