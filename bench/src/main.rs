@@ -18,6 +18,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
+/// The allocator `annal` ships with: `sql` and `inventory` time the
+/// library code as the binary runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(about = "Seeded dataset generators for annal benchmarks")]
 struct Cli {
