@@ -311,7 +311,7 @@ fn row_of(
 ) -> Result<InventoryRow, QueryError> {
     let object = versions
         .object(row.object)
-        .cloned()
+        .map(|o| o.to_name())
         .ok_or_else(|| annal_store::StoreError::Corrupt(format!("no object {}", row.object)))?;
     let details = versions.details(row)?;
     let mut claims = details.claims;
@@ -337,7 +337,7 @@ fn row_of(
         conflict: owners.conflict,
         tracking_mismatch: details.tracking_mismatch,
         managers: details.managers,
-        valid_from: Timestamp::from_unix_micros(row.from).unwrap_or(Timestamp::now()),
+        valid_from: Timestamp::from_unix_micros(row.from).unwrap_or_else(Timestamp::now),
         index: row.index,
     })
 }

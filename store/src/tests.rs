@@ -362,7 +362,7 @@ fn version_rows(store: &Store) -> Vec<(String, i64, i64)> {
     let mut rows: Vec<_> = v
         .rows()
         .iter()
-        .map(|r| (v.object(r.object).unwrap().name.clone(), r.from, r.to))
+        .map(|r| (v.object(r.object).unwrap().name.to_string(), r.from, r.to))
         .collect();
     rows.sort();
     rows
@@ -963,7 +963,7 @@ fn version_intervals(store: &Store) -> Vec<(String, String, i64, i64)> {
         let v = store.cluster_versions(&cluster).unwrap().unwrap();
         for r in v.rows() {
             let o = v.object(r.object).unwrap();
-            got.push((o.kind.clone(), o.name.clone(), r.from, r.to));
+            got.push((o.kind.to_string(), o.name.to_string(), r.from, r.to));
         }
     }
     got.sort();

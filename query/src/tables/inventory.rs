@@ -114,7 +114,7 @@ impl TableProvider for InventoryTable {
                 }
             };
             let rows = inventory::cluster_rows(store, cluster, &as_of, listings, Order::Index)?;
-            let mut batch = Batch::new(Shape::Live);
+            let mut batch = Batch::new(Shape::Live, &columns);
             for r in &rows {
                 batch.push(&ObjectRow {
                     cluster: &r.cluster,

@@ -81,9 +81,58 @@ pub struct ObjectRow<'a> {
     pub index: u64,
 }
 
-/// Builders for one batch.
+/// Which columns of [`schema`]`(shape)` a scan projects, by builder.
+#[derive(Clone, Copy)]
+struct Wanted {
+    text: [bool; 8],
+    deleted: bool,
+    owner: bool,
+    owner_kind: bool,
+    claims: bool,
+    conflict: bool,
+    tracking_mismatch: bool,
+    managers: bool,
+    valid_from: bool,
+    valid_to: bool,
+    index: bool,
+}
+
+impl Wanted {
+    fn new(shape: Shape, columns: &[usize]) -> Wanted {
+        let schema = schema(shape);
+        let wanted = |name: &str| schema.index_of(name).is_ok_and(|at| columns.contains(&at));
+        let text = [
+            "cluster",
+            "group",
+            "version",
+            "kind",
+            "namespace",
+            "name",
+            "uid",
+            "resource_version",
+        ];
+        Wanted {
+            text: text.map(wanted),
+            deleted: wanted("deleted"),
+            owner: wanted("owner"),
+            owner_kind: wanted("owner_kind"),
+            claims: wanted("claims"),
+            conflict: wanted("conflict"),
+            tracking_mismatch: wanted("tracking_mismatch"),
+            managers: wanted("managers"),
+            valid_from: wanted("valid_from"),
+            valid_to: wanted("valid_to"),
+            index: wanted("index"),
+        }
+    }
+}
+
+/// Builders for one batch: only the projected columns are built, so a
+/// scan that counts names copies no owners or managers.
 pub struct Batch {
     shape: Shape,
+    /// Which columns are projected.
+    wanted: Wanted,
     text: [StringBuilder; 8],
     deleted: BooleanBuilder,
     owner: StringBuilder,
@@ -100,10 +149,12 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Empty builders.
-    pub fn new(shape: Shape) -> Batch {
+    /// Empty builders for `columns` of [`schema`]`(shape)`.
+    pub fn new(shape: Shape, columns: &[usize]) -> Batch {
+        let wanted = Wanted::new(shape, columns);
         Batch {
             shape,
+            wanted,
             text: std::array::from_fn(|_| StringBuilder::new()),
             deleted: BooleanBuilder::new(),
             owner: StringBuilder::new(),
@@ -131,25 +182,60 @@ impl Batch {
             r.uid,
             r.resource_version,
         ];
-        for (b, v) in self.text.iter_mut().zip(text) {
-            b.append_value(v);
+        let Wanted {
+            text: text_wanted,
+            deleted,
+            owner,
+            owner_kind,
+            claims,
+            conflict,
+            tracking_mismatch,
+            managers,
+            valid_from,
+            valid_to,
+            index,
+        } = self.wanted;
+        for ((b, v), w) in self.text.iter_mut().zip(text).zip(text_wanted) {
+            if w {
+                b.append_value(v);
+            }
         }
-        self.deleted.append_value(r.deleted);
-        self.owner.append_option(r.owner);
-        self.owner_kind.append_option(r.owner_kind);
-        for c in r.claims {
-            self.claims.values().append_value(c);
+        if deleted {
+            self.deleted.append_value(r.deleted);
         }
-        self.claims.append(true);
-        self.conflict.append_value(r.conflict);
-        self.tracking_mismatch.append_option(r.tracking_mismatch);
-        for m in r.managers {
-            self.managers.values().append_value(m);
+        if owner {
+            self.owner.append_option(r.owner);
         }
-        self.managers.append(true);
-        self.valid_from.append_value(r.valid_from);
-        self.valid_to.append_option(r.valid_to);
-        self.index.append_value(r.index);
+        if owner_kind {
+            self.owner_kind.append_option(r.owner_kind);
+        }
+        if claims {
+            for c in r.claims {
+                self.claims.values().append_value(c);
+            }
+            self.claims.append(true);
+        }
+        if conflict {
+            self.conflict.append_value(r.conflict);
+        }
+        if tracking_mismatch {
+            self.tracking_mismatch.append_option(r.tracking_mismatch);
+        }
+        if managers {
+            for m in r.managers {
+                self.managers.values().append_value(m);
+            }
+            self.managers.append(true);
+        }
+        if valid_from {
+            self.valid_from.append_value(r.valid_from);
+        }
+        if valid_to {
+            self.valid_to.append_option(r.valid_to);
+        }
+        if index {
+            self.index.append_value(r.index);
+        }
         self.len += 1;
     }
 

@@ -116,7 +116,7 @@ impl TableProvider for ObjectsTable {
             let Some(versions) = store.cluster_versions(cluster)? else {
                 return Ok(Vec::new());
             };
-            let mut batch = Batch::new(Shape::Versions);
+            let mut batch = Batch::new(Shape::Versions, &columns);
             for row in versions.rows() {
                 let outside =
                     since.is_some_and(|s| row.from < s) || until.is_some_and(|u| row.from >= u);
@@ -135,11 +135,11 @@ impl TableProvider for ObjectsTable {
                     // value does, and none is read.
                     batch.push(&ObjectRow {
                         cluster,
-                        group: &object.group,
+                        group: object.group,
                         version: "",
-                        kind: &object.kind,
-                        namespace: &object.namespace,
-                        name: &object.name,
+                        kind: object.kind,
+                        namespace: object.namespace,
+                        name: object.name,
                         uid: "",
                         resource_version: "",
                         deleted: row.deleted(),
@@ -160,11 +160,11 @@ impl TableProvider for ObjectsTable {
                 let version = ownership::version_of(&d.api_version);
                 batch.push(&ObjectRow {
                     cluster,
-                    group: &object.group,
+                    group: object.group,
                     version,
-                    kind: &object.kind,
-                    namespace: &object.namespace,
-                    name: &object.name,
+                    kind: object.kind,
+                    namespace: object.namespace,
+                    name: object.name,
                     uid: &d.uid,
                     resource_version: &d.resource_version,
                     deleted: row.deleted(),

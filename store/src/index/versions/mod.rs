@@ -69,12 +69,38 @@ pub struct ObjectName {
     pub name: String,
 }
 
+/// An object's name as the index stores it, borrowed from a
+/// [`ClusterVersions`]: a scan reads every version's name and copies
+/// none it does not keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef<'a> {
+    /// API group ("" for core).
+    pub group: &'a str,
+    /// Kind.
+    pub kind: &'a str,
+    /// Namespace ("" when cluster-scoped).
+    pub namespace: &'a str,
+    /// Name.
+    pub name: &'a str,
+}
+
+impl ObjectRef<'_> {
+    /// An owned copy.
+    pub fn to_name(&self) -> ObjectName {
+        ObjectName {
+            group: self.group.to_string(),
+            kind: self.kind.to_string(),
+            namespace: self.namespace.to_string(),
+            name: self.name.to_string(),
+        }
+    }
+}
+
 /// A consistent copy of one cluster's versions, read in one go.
 #[derive(Debug)]
 pub struct ClusterVersions {
     /// The cluster id.
     pub cluster: String,
-    objects: Vec<ObjectName>,
     names: Vec<u8>,
     name_at: Vec<(u32, u32)>,
     rows: Vec<VersionRow>,
@@ -87,9 +113,19 @@ impl ClusterVersions {
         &self.rows
     }
 
-    /// The name of object `id`.
-    pub fn object(&self, id: u32) -> Option<&ObjectName> {
-        self.objects.get(id as usize)
+    /// The name of object `id` (`None`: no such object, or a stored name
+    /// that is not four UTF-8 parts).
+    pub fn object(&self, id: u32) -> Option<ObjectRef<'_>> {
+        let text = std::str::from_utf8(self.name_key(id)).ok()?;
+        let mut parts = text.splitn(4, '\0');
+        let mut next = || parts.next();
+        let (group, kind, namespace, name) = (next()?, next()?, next()?, next()?);
+        Some(ObjectRef {
+            group,
+            kind,
+            namespace,
+            name,
+        })
     }
 
     /// Object `id`'s name as stored, `group\0kind\0namespace\0name`:
@@ -104,7 +140,7 @@ impl ClusterVersions {
 
     /// Number of objects (live or not) the cluster ever had.
     pub fn object_count(&self) -> usize {
-        self.objects.len()
+        self.name_at.len()
     }
 
     /// Decodes the details of `row`.
@@ -126,7 +162,7 @@ impl ClusterVersions {
     /// without `known_below` there is exactly one, and with it every known
     /// version that ends the winner's interval is itself a candidate.
     pub fn live_at(&self, at: i64, known_below: u64) -> Vec<&VersionRow> {
-        let mut best: Vec<Option<u32>> = vec![None; self.objects.len()];
+        let mut best: Vec<Option<u32>> = vec![None; self.name_at.len()];
         for (i, r) in self.rows.iter().enumerate() {
             if r.index >= known_below || r.from > at || (r.to <= at && r.to_index < known_below) {
                 continue;
@@ -483,7 +519,6 @@ pub(crate) fn read_cluster(
     meta: &ClusterMeta,
 ) -> Result<ClusterVersions, StoreError> {
     let files::Contents {
-        objects,
         names,
         name_at,
         rows,
@@ -491,7 +526,6 @@ pub(crate) fn read_cluster(
     } = files::read(dir, meta)?;
     Ok(ClusterVersions {
         cluster: cluster.to_string(),
-        objects,
         names,
         name_at,
         rows,
