@@ -14,9 +14,9 @@
 use std::collections::HashMap;
 
 use annal_schemas::data::AppInventory;
-use annal_schemas::ownership::{self, Claim, Marker};
+use annal_schemas::ownership::{self, Claim, Marker, Ownership};
 use annal_schemas::{EventType, Timestamp};
-use annal_store::versions::{ClusterVersions, ObjectName, VersionRow};
+use annal_store::versions::{ObjectName, ObjectRef, VersionDetails, VersionRow};
 use annal_store::{Entry, ScanKey, Store, StoreError};
 
 use crate::QueryError;
@@ -173,8 +173,9 @@ impl InventoryRow {
 /// App inventories in force at an instant: who lists each object.
 #[derive(Debug, Default)]
 pub struct Listings {
-    /// cluster → object → apps, in app-name order.
-    by_object: HashMap<String, HashMap<ObjectName, Vec<String>>>,
+    /// cluster → object (its name as the version index stores it,
+    /// `group\0kind\0namespace\0name`) → apps, in app-name order.
+    by_object: HashMap<String, HashMap<Vec<u8>, Vec<String>>>,
 }
 
 impl Listings {
@@ -196,15 +197,12 @@ impl Listings {
                 latest.insert(key, (order.0, order.1, inventory));
             }
         }
-        let mut by_object: HashMap<String, HashMap<ObjectName, Vec<String>>> = HashMap::new();
+        let mut by_object: HashMap<String, HashMap<Vec<u8>, Vec<String>>> = HashMap::new();
         for ((cluster, app), (_, _, inventory)) in latest {
             for e in inventory.entries {
-                let name = ObjectName {
-                    group: e.group,
-                    kind: e.kind,
-                    namespace: e.namespace,
-                    name: e.name,
-                };
+                let name = [e.group, e.kind, e.namespace, e.name]
+                    .join("\0")
+                    .into_bytes();
                 by_object
                     .entry(cluster.clone())
                     .or_default()
@@ -220,10 +218,12 @@ impl Listings {
         Ok(Listings { by_object })
     }
 
-    fn apps(&self, cluster: &str, object: &ObjectName) -> &[String] {
+    /// The apps whose inventory lists the object stored as `name_key`
+    /// ([`annal_store::versions::ClusterVersions::name_key`]).
+    fn apps(&self, cluster: &str, name_key: &[u8]) -> &[String] {
         self.by_object
             .get(cluster)
-            .and_then(|m| m.get(object))
+            .and_then(|m| m.get(name_key))
             .map_or(&[], Vec::as_slice)
     }
 }
@@ -258,8 +258,67 @@ pub(crate) fn cluster_rows(
     listings: &Listings,
     order: Order,
 ) -> Result<Vec<InventoryRow>, QueryError> {
+    let mut rows = Vec::new();
+    each_live(store, cluster, as_of, listings, order, |live| {
+        rows.push(live.into_row());
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// One live object as [`each_live`] hands it over: borrowed from the
+/// cluster's versions where it can be, so a table scan copies each value
+/// once, into its Arrow builders.
+pub(crate) struct LiveObject<'a> {
+    /// The cluster id.
+    pub(crate) cluster: &'a str,
+    /// The object's name.
+    pub(crate) object: ObjectRef<'a>,
+    /// The current version's row.
+    pub(crate) row: &'a VersionRow,
+    /// The current version's details.
+    pub(crate) details: VersionDetails,
+    /// Its owners, inventories included.
+    pub(crate) owners: Ownership,
+}
+
+impl LiveObject<'_> {
+    /// The API version of the current version.
+    pub(crate) fn version(&self) -> &str {
+        ownership::version_of(&self.details.api_version)
+    }
+
+    fn into_row(self) -> InventoryRow {
+        InventoryRow {
+            cluster: self.cluster.to_string(),
+            object: self.object.to_name(),
+            version: self.version().to_string(),
+            uid: self.details.uid,
+            resource_version: self.details.resource_version,
+            owner: self.owners.owner,
+            owner_kind: self.owners.owner_kind,
+            claims: self.owners.claims,
+            conflict: self.owners.conflict,
+            tracking_mismatch: self.details.tracking_mismatch,
+            managers: self.details.managers,
+            valid_from: Timestamp::from_unix_micros(self.row.from).unwrap_or_else(Timestamp::now),
+            index: self.row.index,
+        }
+    }
+}
+
+/// Calls `each` with every live object of `cluster` at `as_of`, in the
+/// order asked.
+pub(crate) fn each_live(
+    store: &Store,
+    cluster: &str,
+    as_of: &AsOf,
+    listings: &Listings,
+    order: Order,
+    mut each: impl FnMut(LiveObject<'_>) -> Result<(), QueryError>,
+) -> Result<(), QueryError> {
     let Some(versions) = store.cluster_versions(cluster)? else {
-        return Ok(Vec::new());
+        return Ok(());
     };
     let mut live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);
     if order == Order::ByName {
@@ -268,9 +327,31 @@ pub(crate) fn cluster_rows(
         // compare as stored (one byte string each, in tuple order).
         live.sort_unstable_by(|a, b| versions.name_key(a.object).cmp(versions.name_key(b.object)));
     }
-    live.into_iter()
-        .map(|r| row_of(&versions, r, listings))
-        .collect()
+    for row in live {
+        let object = versions
+            .object(row.object)
+            .ok_or_else(|| annal_store::StoreError::Corrupt(format!("no object {}", row.object)))?;
+        let mut details = versions.details(row)?;
+        let mut claims = std::mem::take(&mut details.claims);
+        claims.extend(
+            listings
+                .apps(&versions.cluster, versions.name_key(row.object))
+                .iter()
+                .map(|app| Claim {
+                    owner: app.clone(),
+                    marker: Marker::Inventory,
+                }),
+        );
+        let owners = ownership::decide(&claims);
+        each(LiveObject {
+            cluster: &versions.cluster,
+            object,
+            row,
+            details,
+            owners,
+        })?;
+    }
+    Ok(())
 }
 
 /// Live objects of every cluster (or only `cluster`) at `as_of`.
@@ -302,42 +383,4 @@ pub fn fleet_rows<'a>(
             };
         rows
     }))
-}
-
-fn row_of(
-    versions: &ClusterVersions,
-    row: &VersionRow,
-    listings: &Listings,
-) -> Result<InventoryRow, QueryError> {
-    let object = versions
-        .object(row.object)
-        .map(|o| o.to_name())
-        .ok_or_else(|| annal_store::StoreError::Corrupt(format!("no object {}", row.object)))?;
-    let details = versions.details(row)?;
-    let mut claims = details.claims;
-    claims.extend(
-        listings
-            .apps(&versions.cluster, &object)
-            .iter()
-            .map(|app| Claim {
-                owner: app.clone(),
-                marker: Marker::Inventory,
-            }),
-    );
-    let owners = ownership::decide(&claims);
-    Ok(InventoryRow {
-        cluster: versions.cluster.clone(),
-        object,
-        version: ownership::version_of(&details.api_version).to_string(),
-        uid: details.uid,
-        resource_version: details.resource_version,
-        owner: owners.owner,
-        owner_kind: owners.owner_kind,
-        claims: owners.claims,
-        conflict: owners.conflict,
-        tracking_mismatch: details.tracking_mismatch,
-        managers: details.managers,
-        valid_from: Timestamp::from_unix_micros(row.from).unwrap_or_else(Timestamp::now),
-        index: row.index,
-    })
 }

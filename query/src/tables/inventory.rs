@@ -113,30 +113,31 @@ impl TableProvider for InventoryTable {
                     listings.get_or_init(|| l)
                 }
             };
-            let rows = inventory::cluster_rows(store, cluster, &as_of, listings, Order::Index)?;
             let mut batch = Batch::new(Shape::Live, &columns);
-            for r in &rows {
+            inventory::each_live(store, cluster, &as_of, listings, Order::Index, |live| {
+                let (d, owners) = (&live.details, &live.owners);
                 batch.push(&ObjectRow {
-                    cluster: &r.cluster,
-                    group: &r.object.group,
-                    version: &r.version,
-                    kind: &r.object.kind,
-                    namespace: &r.object.namespace,
-                    name: &r.object.name,
-                    uid: &r.uid,
-                    resource_version: &r.resource_version,
+                    cluster: live.cluster,
+                    group: live.object.group,
+                    version: live.version(),
+                    kind: live.object.kind,
+                    namespace: live.object.namespace,
+                    name: live.object.name,
+                    uid: &d.uid,
+                    resource_version: &d.resource_version,
                     deleted: false,
-                    owner: r.owner.as_deref(),
-                    owner_kind: r.owner_kind.map(|m| m.as_str()),
-                    claims: &r.claims,
-                    conflict: r.conflict,
-                    tracking_mismatch: r.tracking_mismatch.as_deref(),
-                    managers: &r.managers,
-                    valid_from: r.valid_from.unix_micros(),
+                    owner: owners.owner.as_deref(),
+                    owner_kind: owners.owner_kind.map(|m| m.as_str()),
+                    claims: &owners.claims,
+                    conflict: owners.conflict,
+                    tracking_mismatch: d.tracking_mismatch.as_deref(),
+                    managers: &d.managers,
+                    valid_from: live.row.from,
                     valid_to: None,
-                    index: r.index,
+                    index: live.row.index,
                 });
-            }
+                Ok(())
+            })?;
             Ok(vec![batch.finish(&columns, &out)?])
         });
         cluster_scan::plan(
