@@ -276,7 +276,7 @@ pub(crate) struct LiveObject<'a> {
     pub(crate) object: ObjectRef<'a>,
     /// The current version's row.
     pub(crate) row: &'a VersionRow,
-    /// The current version's details.
+    /// The current version's details (their claims moved into `owners`).
     pub(crate) details: VersionDetails,
     /// Its owners, inventories included.
     pub(crate) owners: Ownership,

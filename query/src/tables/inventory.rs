@@ -115,27 +115,13 @@ impl TableProvider for InventoryTable {
             };
             let mut batch = Batch::new(Shape::Live, &columns);
             inventory::each_live(store, cluster, &as_of, listings, Order::Index, |live| {
-                let (d, owners) = (&live.details, &live.owners);
-                batch.push(&ObjectRow {
-                    cluster: live.cluster,
-                    group: live.object.group,
-                    version: live.version(),
-                    kind: live.object.kind,
-                    namespace: live.object.namespace,
-                    name: live.object.name,
-                    uid: &d.uid,
-                    resource_version: &d.resource_version,
-                    deleted: false,
-                    owner: owners.owner.as_deref(),
-                    owner_kind: owners.owner_kind.map(|m| m.as_str()),
-                    claims: &owners.claims,
-                    conflict: owners.conflict,
-                    tracking_mismatch: d.tracking_mismatch.as_deref(),
-                    managers: &d.managers,
-                    valid_from: live.row.from,
-                    valid_to: None,
-                    index: live.row.index,
-                });
+                batch.push(&ObjectRow::of_version(
+                    live.cluster,
+                    live.object,
+                    live.row,
+                    &live.details,
+                    &live.owners,
+                ));
                 Ok(())
             })?;
             Ok(vec![batch.finish(&columns, &out)?])

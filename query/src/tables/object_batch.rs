@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use annal_schemas::ownership::{self, Ownership};
+use annal_store::versions::{ObjectRef, VersionDetails, VersionRow};
 use datafusion::arrow::array::{
     ArrayRef, BooleanBuilder, ListBuilder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
     UInt64Builder,
@@ -18,6 +20,18 @@ pub enum Shape {
     Versions,
 }
 
+/// The text columns every shape starts with, in order (one builder each).
+const TEXT: [&str; 8] = [
+    "cluster",
+    "group",
+    "version",
+    "kind",
+    "namespace",
+    "name",
+    "uid",
+    "resource_version",
+];
+
 /// The columns of `shape`, in order.
 pub fn schema(shape: Shape) -> SchemaRef {
     let ts = || DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
@@ -30,16 +44,7 @@ pub fn schema(shape: Shape) -> SchemaRef {
             false,
         )
     };
-    let mut fields = vec![
-        text("cluster"),
-        text("group"),
-        text("version"),
-        text("kind"),
-        text("namespace"),
-        text("name"),
-        text("uid"),
-        text("resource_version"),
-    ];
+    let mut fields: Vec<Field> = TEXT.iter().map(|n| text(n)).collect();
     if shape == Shape::Versions {
         fields.push(Field::new("deleted", DataType::Boolean, false));
     }
@@ -81,6 +86,39 @@ pub struct ObjectRow<'a> {
     pub index: u64,
 }
 
+impl<'a> ObjectRow<'a> {
+    /// The row of a decoded version: its name, details and owners (the
+    /// caller sets `deleted` and `valid_to` where they differ).
+    pub fn of_version(
+        cluster: &'a str,
+        object: ObjectRef<'a>,
+        row: &VersionRow,
+        details: &'a VersionDetails,
+        owners: &'a Ownership,
+    ) -> ObjectRow<'a> {
+        ObjectRow {
+            cluster,
+            group: object.group,
+            version: ownership::version_of(&details.api_version),
+            kind: object.kind,
+            namespace: object.namespace,
+            name: object.name,
+            uid: &details.uid,
+            resource_version: &details.resource_version,
+            deleted: row.deleted(),
+            owner: owners.owner.as_deref(),
+            owner_kind: owners.owner_kind.map(|m| m.as_str()),
+            claims: &owners.claims,
+            conflict: owners.conflict,
+            tracking_mismatch: details.tracking_mismatch.as_deref(),
+            managers: &details.managers,
+            valid_from: row.from,
+            valid_to: None,
+            index: row.index,
+        }
+    }
+}
+
 /// Which columns of [`schema`]`(shape)` a scan projects, by builder.
 #[derive(Clone, Copy)]
 struct Wanted {
@@ -101,18 +139,8 @@ impl Wanted {
     fn new(shape: Shape, columns: &[usize]) -> Wanted {
         let schema = schema(shape);
         let wanted = |name: &str| schema.index_of(name).is_ok_and(|at| columns.contains(&at));
-        let text = [
-            "cluster",
-            "group",
-            "version",
-            "kind",
-            "namespace",
-            "name",
-            "uid",
-            "resource_version",
-        ];
         Wanted {
-            text: text.map(wanted),
+            text: TEXT.map(wanted),
             deleted: wanted("deleted"),
             owner: wanted("owner"),
             owner_kind: wanted("owner_kind"),

@@ -157,26 +157,9 @@ impl TableProvider for ObjectsTable {
                 }
                 let d = versions.details(row)?;
                 let owners = ownership::decide(&d.claims);
-                let version = ownership::version_of(&d.api_version);
                 batch.push(&ObjectRow {
-                    cluster,
-                    group: object.group,
-                    version,
-                    kind: object.kind,
-                    namespace: object.namespace,
-                    name: object.name,
-                    uid: &d.uid,
-                    resource_version: &d.resource_version,
-                    deleted: row.deleted(),
-                    owner: owners.owner.as_deref(),
-                    owner_kind: owners.owner_kind.map(|m| m.as_str()),
-                    claims: &owners.claims,
-                    conflict: owners.conflict,
-                    tracking_mismatch: d.tracking_mismatch.as_deref(),
-                    managers: &d.managers,
-                    valid_from: row.from,
                     valid_to: ended.then_some(row.to),
-                    index: row.index,
+                    ..ObjectRow::of_version(cluster, object, row, &d, &owners)
                 });
             }
             Ok(vec![batch.finish(&columns, &out)?])
