@@ -238,16 +238,6 @@ impl Segments {
     }
 }
 
-/// One line read back from a segment.
-#[derive(Debug)]
-pub(crate) struct Line {
-    pub segment: u64,
-    pub offset: u64,
-    pub bytes: Vec<u8>,
-    /// Whether the line ended with a newline (a torn last line does not).
-    pub terminated: bool,
-}
-
 /// Sequential reader over segment files.
 pub(crate) struct LineStream {
     segments: Segments,
@@ -260,10 +250,25 @@ pub(crate) struct LineStream {
     scratch: Vec<u8>,
 }
 
-impl Iterator for LineStream {
-    type Item = Result<Line, StoreError>;
+/// Where [`LineStream::next_into`] read a line from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinePlace {
+    pub segment: u64,
+    pub offset: u64,
+    /// Length without the newline.
+    pub len: usize,
+    /// Whether the line ended with a newline (a torn last line does not).
+    pub terminated: bool,
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
+impl LineStream {
+    /// The next line, its bytes (without the newline) appended to `into`:
+    /// verify reads a thousand lines into one buffer instead of a vector
+    /// per line.
+    pub(crate) fn next_into(
+        &mut self,
+        into: &mut Vec<u8>,
+    ) -> Option<Result<LinePlace, StoreError>> {
         loop {
             if self.current.is_none() {
                 let segment = self.pending.pop()?;
@@ -279,26 +284,46 @@ impl Iterator for LineStream {
                 self.current = Some((segment, offset, BufReader::with_capacity(1 << 20, file)));
             }
             let (segment, offset, reader) = self.current.as_mut()?;
-            self.scratch.clear();
-            match reader.read_until(b'\n', &mut self.scratch) {
+            let start = into.len();
+            match reader.read_until(b'\n', into) {
                 Ok(0) => {
                     self.current = None;
                 }
                 Ok(n) => {
                     let at = *offset;
                     *offset += n as u64;
-                    let terminated = self.scratch.last() == Some(&b'\n');
-                    let bytes = self.scratch[..n - usize::from(terminated)].to_vec();
-                    return Some(Ok(Line {
+                    let terminated = into.last() == Some(&b'\n');
+                    if terminated {
+                        into.pop();
+                    }
+                    return Some(Ok(LinePlace {
                         segment: *segment,
                         offset: at,
-                        bytes,
+                        len: into.len() - start,
                         terminated,
                     }));
                 }
-                Err(e) => return Some(Err(StoreError::io(self.segments.path(*segment), e))),
+                Err(e) => {
+                    into.truncate(start);
+                    return Some(Err(StoreError::io(self.segments.path(*segment), e)));
+                }
             }
         }
+    }
+}
+
+/// The lines' bytes, each copied out at its exact size.
+impl Iterator for LineStream {
+    type Item = Result<Vec<u8>, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let next = self
+            .next_into(&mut scratch)
+            .map(|place| place.map(|_| scratch.clone()));
+        self.scratch = scratch;
+        next
     }
 }
 

@@ -746,7 +746,7 @@ impl Store {
             stream
                 .take((to - from) as usize)
                 .zip(from..)
-                .map(|(line, index)| line.map(|l| (index, l.bytes))),
+                .map(|(line, index)| line.map(|bytes| (index, bytes))),
         )
     }
 

@@ -104,15 +104,30 @@ impl Frontier {
     /// Appends a leaf hash; calls `completed` for every node it completes,
     /// the leaf itself first.
     pub fn push(&mut self, leaf: Hash, mut completed: impl FnMut(NodeId, &Hash)) {
-        let position = self.size;
         completed(
             NodeId {
                 level: 0,
-                index: position,
+                index: self.size,
             },
             &leaf,
         );
-        self.peaks.push((0, leaf));
+        self.push_subtree(0, leaf, completed);
+    }
+
+    /// Appends a perfect subtree of `2^level` leaves with root `hash`,
+    /// whose own nodes the caller has dealt with (verify checks the nodes
+    /// under a thousand leaves on another thread); calls `completed` for
+    /// every node above it that it completes. The size must be a multiple
+    /// of `2^level`, as it is where such a subtree can start.
+    pub(crate) fn push_subtree(
+        &mut self,
+        level: u8,
+        hash: Hash,
+        mut completed: impl FnMut(NodeId, &Hash),
+    ) {
+        debug_assert_eq!(self.size % (1u64 << level), 0, "an unaligned subtree");
+        let last = self.size + (1u64 << level) - 1;
+        self.peaks.push((level, hash));
         while self.peaks.len() >= 2 {
             let (right_level, right) = self.peaks[self.peaks.len() - 1];
             let (left_level, left) = self.peaks[self.peaks.len() - 2];
@@ -125,19 +140,49 @@ impl Frontier {
             completed(
                 NodeId {
                     level,
-                    index: position >> level,
+                    index: last >> level,
                 },
                 &hash,
             );
             self.peaks.push((level, hash));
         }
-        self.size += 1;
+        self.size += 1u64 << level;
+    }
+
+    /// The root of a frontier that is one perfect subtree (`None`
+    /// otherwise).
+    pub(crate) fn perfect_root(&self) -> Option<Hash> {
+        match self.peaks.as_slice() {
+            [(_, hash)] => Some(*hash),
+            _ => None,
+        }
     }
 
     /// The tree root.
     pub fn root(&self) -> Hash {
         fold_peaks(self.peaks.iter().map(|(_, h)| *h))
     }
+}
+
+/// The perfect subtrees that leaves `from..to` decompose into, left to
+/// right, each as large as its start allows (a subtree of `2^l` leaves
+/// starts at a multiple of `2^l`): the pieces a range of leaves can be
+/// hashed in on its own and then pushed with [`Frontier::push_subtree`].
+pub(crate) fn aligned_subtrees(from: u64, to: u64) -> Vec<NodeId> {
+    let mut out = Vec::new();
+    let mut at = from;
+    while at < to {
+        let mut level = at.trailing_zeros().min(63) as u8;
+        while (1u64 << level) > to - at {
+            level -= 1;
+        }
+        out.push(NodeId {
+            level,
+            index: at >> level,
+        });
+        at += 1u64 << level;
+    }
+    out
 }
 
 /// The perfect subtrees a tree of `size` leaves decomposes into, left to right.
@@ -271,6 +316,43 @@ mod tests {
             let data: Vec<Vec<u8>> = (0..n).map(|i| format!("{seed}-{i}").into_bytes()).collect();
             let (f, _) = build(&data);
             prop_assert_eq!(f.root(), reference::root(&data));
+        }
+
+        /// Verify's checkers hash ranges of leaves on their own, as
+        /// aligned subtrees, and push only their roots: the same nodes and
+        /// root as pushing every leaf.
+        #[test]
+        fn pushing_aligned_subtrees_is_pushing_their_leaves(
+            n in 0usize..3000,
+            cuts in proptest::collection::vec(0usize..3000, 0..6),
+        ) {
+            let data = leaves(n);
+            let (whole, whole_nodes) = build(&data);
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|c| *c <= n).collect();
+            cuts.sort_unstable();
+            let mut f = Frontier::new();
+            let mut nodes = HashMap::new();
+            let mut at = 0usize;
+            for cut in cuts.into_iter().chain([n]) {
+                for sub in aligned_subtrees(at as u64, cut as u64) {
+                    let first = sub.first_leaf();
+                    prop_assert_eq!(first % (1u64 << sub.level), 0);
+                    let mut local = Frontier::new();
+                    for d in &data[first as usize..(first + (1u64 << sub.level)) as usize] {
+                        local.push(leaf_hash(d), |id, h| {
+                            let id = NodeId { level: id.level, index: id.index + (first >> id.level) };
+                            nodes.insert(id, *h);
+                        });
+                    }
+                    let root = local.perfect_root().expect("a perfect subtree");
+                    prop_assert_eq!(Some(&root), nodes.get(&sub));
+                    f.push_subtree(sub.level, root, |id, h| { nodes.insert(id, *h); });
+                }
+                at = cut.max(at);
+            }
+            prop_assert_eq!(f.root(), whole.root());
+            prop_assert_eq!(&f, &whole);
+            prop_assert_eq!(nodes, whole_nodes);
         }
 
         #[test]

@@ -116,17 +116,18 @@ impl SequentialRecords {
         })
     }
 
-    /// The next record, `None` at the end.
-    pub(crate) fn next_record(&mut self) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The next `count` records back to back (fewer at the end).
+    pub(crate) fn next_records(&mut self, count: usize) -> Result<Vec<u8>, StoreError> {
         use std::io::Read;
         let Some(reader) = self.reader.as_mut() else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
-        let mut buf = vec![0u8; self.width];
-        match reader.read_exact(&mut buf) {
-            Ok(()) => Ok(Some(buf)),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-            Err(e) => Err(StoreError::io(&self.path, e)),
-        }
+        let mut buf = Vec::with_capacity(count * self.width);
+        reader
+            .take((count * self.width) as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| StoreError::io(&self.path, e))?;
+        buf.truncate(buf.len() / self.width * self.width);
+        Ok(buf)
     }
 }

@@ -1346,3 +1346,130 @@ fn indexes_of_layout_3_are_rebuilt_on_open_with_the_same_answers() {
         "{text}"
     );
 }
+
+/// One byte of a ledger's files changed behind its back.
+#[derive(Clone, Debug)]
+enum Damage {
+    /// A byte of leaf `n % size`, at `at % len`.
+    Leaf(u64, usize),
+    /// A byte of the tree file at `at % len`.
+    Tree(u64),
+    /// The stored hash of a complete node, of level `l % levels` (the
+    /// runs' own nodes, and the few above them that only stage two sees).
+    Node(u8, u64),
+    /// A byte of the leaf pointer file at `at % len`.
+    Pointer(u64),
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Verify checks runs of 1024 leaves on separate threads and the
+    /// nodes above them in log order. Against the naive answer: a changed
+    /// byte in leaf k, or in k's pointer, is named at k; a changed tree
+    /// node at the leaf that completes it (nothing, for a slot the tree
+    /// does not use yet), wherever the runs begin and end.
+    #[test]
+    fn verify_names_the_first_damaged_entry_as_the_naive_model_does(
+        commits in proptest::collection::vec(1u64..1200, 1..5),
+        damage in prop_oneof![
+            (any::<u64>(), any::<usize>()).prop_map(|(n, at)| Damage::Leaf(n, at)),
+            any::<u64>().prop_map(Damage::Tree),
+            (any::<u8>(), any::<u64>()).prop_map(|(l, i)| Damage::Node(l, i)),
+            any::<u64>().prop_map(Damage::Pointer),
+        ],
+    ) {
+        let (dir, store) = new_store();
+        let mut next = 0u64;
+        for n in commits {
+            store
+                .append((next..next + n).map(|i| event(&format!("e{i}"), "c", (i % 60) as u32)).collect())
+                .unwrap();
+            next += n;
+        }
+        let size = store.size();
+        prop_assert!(store.verify(None).unwrap().is_intact());
+        let leaf_lens: Vec<usize> = leaves(&store).iter().map(Vec::len).collect();
+        drop(store);
+        let data = crate::DataDir::new(dir.path());
+        let flip = |path: std::path::PathBuf, at: u64| -> u64 {
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = at % bytes.len() as u64;
+            bytes[at as usize] ^= 0x01;
+            std::fs::write(&path, bytes).unwrap();
+            at
+        };
+        let expected = match damage {
+            Damage::Leaf(n, at) => {
+                let k = n % size;
+                let start: usize = leaf_lens[..k as usize].iter().map(|l| l + 1).sum();
+                // Within the leaf's bytes (its newline is another test's).
+                let offset = start + at % leaf_lens[k as usize];
+                flip(data.leaves().join(format!("{:020}.jsonl", 0)), offset as u64);
+                Some(k)
+            }
+            Damage::Pointer(at) => {
+                let at = flip(data.leaves().join("offsets"), at);
+                Some(at / crate::leaves::LeafPointer::ENCODED_LEN as u64)
+            }
+            Damage::Tree(at) => {
+                let position = flip(data.leaves().join("tree"), at) / 32;
+                // The node at this in-order position, and the leaf that
+                // completes it, if it is complete.
+                let level = position.trailing_ones() as u8;
+                let index = position >> (level + 1);
+                let last = ((index + 1) << level) - 1;
+                (last < size).then_some(last)
+            }
+            Damage::Node(l, i) => {
+                let level = l % (64 - size.leading_zeros() as u8);
+                let index = i % (size >> level);
+                let position = (index << (level + 1)) + (1u64 << level) - 1;
+                flip(data.leaves().join("tree"), position * 32 + i % 32);
+                Some(((index + 1) << level) - 1)
+            }
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let report = store.verify(None).unwrap();
+        prop_assert_eq!(
+            report.problem.as_ref().and_then(|p| p.index),
+            expected,
+            "{:?}",
+            report.problem
+        );
+        prop_assert_eq!(report.problem.is_some(), expected.is_some());
+    }
+}
+
+/// The nodes above verify's runs of 1024 leaves are checked in log order
+/// on the main thread: a changed level-11 node (leaves 0..2048) is named
+/// at the leaf that completes it, even with damage further on.
+#[test]
+fn verify_names_a_changed_node_above_its_runs_at_the_leaf_that_completes_it() {
+    let (dir, store) = new_store();
+    for part in 0..3u64 {
+        store
+            .append(
+                (part * 1000..(part + 1) * 1000)
+                    .map(|i| event(&format!("e{i}"), "c", (i % 60) as u32))
+                    .collect(),
+            )
+            .unwrap();
+    }
+    assert!(store.verify(None).unwrap().is_intact());
+    drop(store);
+    let tree = crate::DataDir::new(dir.path()).leaves().join("tree");
+    let mut bytes = std::fs::read(&tree).unwrap();
+    // Node (11, 0) at in-order position 2^11 − 1; and leaf 2500's hash.
+    bytes[((1usize << 11) - 1) * 32] ^= 1;
+    bytes[2 * 2500 * 32] ^= 1;
+    std::fs::write(&tree, bytes).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let problem = store.verify(None).unwrap().problem.expect("caught");
+    assert_eq!(problem.index, Some(2047), "{}", problem.reason);
+    assert!(
+        problem.reason.contains("level 11, index 0"),
+        "{}",
+        problem.reason
+    );
+}

@@ -79,6 +79,16 @@ impl TreeFiles {
         })
     }
 
+    /// A handle that several threads read runs of nodes through at once
+    /// (verify's checkers each read the nodes under their own leaves).
+    pub(crate) fn spans(&self) -> Result<NodeSpans, StoreError> {
+        let reader = self.open_reader(false)?;
+        Ok(NodeSpans {
+            file: reader.file,
+            path: self.path.clone(),
+        })
+    }
+
     /// Number of leaves whose hashes the file can hold.
     pub(crate) fn leaf_capacity(&self) -> Result<u64, StoreError> {
         let len = match std::fs::metadata(&self.path) {
@@ -169,6 +179,53 @@ impl TreeReader<'_> {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(missing(id)),
             Err(e) => Err(StoreError::io(self.path, e)),
         }
+    }
+}
+
+/// Reads the nodes under a run of leaves with one `pread`.
+pub(crate) struct NodeSpans {
+    file: File,
+    path: PathBuf,
+}
+
+impl NodeSpans {
+    /// The stored nodes of every complete subtree within leaves
+    /// `first..first + count` (in-order positions `2·first ..= 2·(first +
+    /// count) − 2`: a subtree within the run sits between its first and
+    /// last leaf). Shorter at the end of the file.
+    pub(crate) fn under(&self, first: u64, count: u64) -> Result<NodesUnder, StoreError> {
+        let start = 2 * first * WIDTH;
+        let want = (2 * count).saturating_sub(1) * WIDTH;
+        let mut bytes = vec![0u8; want as usize];
+        let mut filled = 0usize;
+        while filled < bytes.len() {
+            match self
+                .file
+                .read_at(&mut bytes[filled..], start + filled as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StoreError::io(&self.path, e)),
+            }
+        }
+        bytes.truncate(filled);
+        Ok(NodesUnder { start, bytes })
+    }
+}
+
+/// What [`NodeSpans::under`] read.
+pub(crate) struct NodesUnder {
+    /// Byte offset of `bytes` in the tree file.
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl NodesUnder {
+    /// The stored node `id` (`None`: not in the file, or not in this run).
+    pub(crate) fn get(&self, id: NodeId) -> Option<&[u8]> {
+        let at = offset(id).checked_sub(self.start)? as usize;
+        self.bytes.get(at..at + WIDTH as usize)
     }
 }
 

@@ -6,17 +6,18 @@
 //! tree must reproduce every stored node and the checkpoint root. Memory is
 //! O(log n): leaves stream through a [`Frontier`].
 
+use std::borrow::Cow;
+
 use annal_schemas::Timestamp;
 
 use crate::checkpoint::{Checkpoint, NoteVerifier};
 use crate::index::{IdDigest, Indexes};
 use crate::leaf_check;
-use crate::leaves::LeafPointer;
-use crate::leaves::{Line, LineStream};
+use crate::leaves::{LeafPointer, LinePlace, LineStream};
 use crate::merkle::{self, Frontier, Hash, NodeId};
 use crate::proof::open_with_any;
 use crate::record_file::SequentialRecords;
-use crate::tree::TreeReader;
+use crate::tree::NodeSpans;
 use crate::{Store, StoreError};
 use std::sync::mpsc;
 
@@ -102,18 +103,21 @@ impl Store {
         // (cut off before the next write); they are not part of the log.
         let expected = stored_size.max(checkpoint.as_ref().map_or(0, |c| c.size));
         let mut frontier = Frontier::new();
-        let mut pointers =
+        let pointers =
             SequentialRecords::open(self.segments().offsets_path(), LeafPointer::ENCODED_LEN)?;
-        let tree = if expected > 0 {
-            Some(self.tree_files().scanner()?)
+        let (tree, spans) = if expected > 0 {
+            let files = self.tree_files();
+            (Some(files.scanner()?), Some(files.spans()?))
         } else {
-            None
+            (None, None)
         };
-        // Stage one checks each leaf on its own (canonical form, its index,
-        // its hash: the costly part) on every core, chunk by chunk; stage
-        // two consumes the chunks strictly in log order (placement, tree
-        // nodes, ids), so the first problem reported is still the one at
-        // the lowest index.
+        // Stage one checks runs of leaves on their own, on every core:
+        // each leaf's canonical form, index, place and hash, and every
+        // tree node within the run. Stage two takes the runs strictly in
+        // log order and checks only what spans them (the system time
+        // across their ends, the nodes above them, the checkpoint root),
+        // so the first problem reported is still the one at the lowest
+        // index.
         let (work_tx, work_rx) = mpsc::sync_channel::<RawChunk>(4);
         let (done_tx, done_rx) = mpsc::sync_channel::<Result<CheckedChunk, StoreError>>(8);
         let lines = self.segments().stream(None)?;
@@ -121,36 +125,39 @@ impl Store {
         // A view has no id index to check: the writer's verify checks it.
         let mut leaf_ids = IdDigest::default();
         let owned = self.beside_writer().is_none();
+        let cut = checkpoint.as_ref().map(|c| c.size);
         let index_ids = std::thread::scope(|scope| {
             let index_ids = owned.then(|| scope.spawn(|| self.key_index().id_digest()));
             let errors = done_tx.clone();
-            scope.spawn(move || read_chunks(lines, expected, work_tx, errors));
+            scope.spawn(move || read_chunks(lines, pointers, expected, cut, work_tx, errors));
             let work_rx = std::sync::Arc::new(std::sync::Mutex::new(work_rx));
             for _ in 0..checkers() {
                 let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
-                scope.spawn(move || check_chunks(&work_rx, &done_tx));
+                let spans = spans.as_ref();
+                scope.spawn(move || check_chunks(&work_rx, &done_tx, spans));
             }
             drop(done_tx);
             for chunk in in_log_order(done_rx) {
-                let (items, ids) = chunk?;
-                leaf_ids.merge(ids);
-                for item in items {
-                    let index = frontier.size();
-                    let leaf = match item {
-                        Checked::Leaf(leaf) => leaf,
-                        Checked::Problem(reason) => {
-                            fail(&mut report, Some(index), reason);
+                let chunk = chunk?;
+                leaf_ids.merge(chunk.ids);
+                for (subtree, hash) in chunk.subtrees {
+                    let last = subtree.first_leaf() + (1u64 << subtree.level) - 1;
+                    let mut completed = Vec::new();
+                    frontier.push_subtree(subtree.level, hash, |id, h| completed.push((id, *h)));
+                    for (node, hash) in completed {
+                        let stored = match tree.as_ref().map(|t| t.read(node)).transpose() {
+                            Ok(s) => s,
+                            Err(StoreError::Corrupt(_)) => None,
+                            Err(e) => return Err(e),
+                        };
+                        if let Err(reason) =
+                            check_node(node, &hash, stored.as_ref().map(|h| &h[..]))
+                        {
+                            report.leaves = last;
+                            fail(&mut report, Some(last), reason);
                             return Ok(None);
                         }
-                    };
-                    if let Err(reason) =
-                        self.check_placed(index, &leaf, &mut pointers, &mut frontier, tree.as_ref())
-                    {
-                        fail(&mut report, Some(index), reason?);
-                        return Ok(None);
                     }
-                    report.leaves += 1;
-                    report.bytes += leaf.line.bytes.len() as u64;
                     if let Some(cp) = &checkpoint {
                         if frontier.size() == cp.size && frontier.root() != cp.root {
                             fail(
@@ -161,6 +168,12 @@ impl Store {
                             return Ok(None);
                         }
                     }
+                }
+                report.leaves += chunk.leaves;
+                report.bytes += chunk.bytes;
+                if let Some((index, reason)) = chunk.problem {
+                    fail(&mut report, Some(index), reason);
+                    return Ok(None);
                 }
             }
             index_ids
@@ -207,23 +220,9 @@ impl Store {
     }
 }
 
-/// A leaf that passed stage one, with its leaf hash (computed
-/// in that stage, so the two stages share the hashing between two cores).
-struct CheckedLeaf {
-    line: Line,
-    hash: Hash,
-}
-
-/// What the decoding stage hands on, in log order.
-enum Checked {
-    /// A leaf that is canonical and names its own index.
-    Leaf(CheckedLeaf),
-    /// The first leaf that does not; nothing follows it.
-    Problem(String),
-}
-
-/// Leaves per chunk of stage one.
-const CHUNK: usize = 1024;
+/// Leaves per run of stage one: 2^10, so a run that starts at a multiple
+/// of it is one subtree, whose nodes its checker can check alone.
+const CHUNK: u64 = 1024;
 
 /// Threads checking leaves: one per core (at least two, so reading and
 /// checking overlap).
@@ -231,43 +230,69 @@ fn checkers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
-/// Lines of leaves `first..`, and what ended the log early, if anything.
+/// The lines of leaves `first..`, read into one buffer, with their stored
+/// pointers, and what ended the log early, if anything.
 struct RawChunk {
     seq: u64,
     first: u64,
-    lines: Vec<Line>,
+    /// The lines back to back, without their newlines.
+    bytes: Vec<u8>,
+    lines: Vec<LinePlace>,
+    /// The stored pointer records of these leaves (fewer when the
+    /// offsets file ends early).
+    pointers: Vec<u8>,
     end: Option<String>,
 }
 
-/// A chunk checked on its own, with the system times at its ends (the
-/// order across chunks is checked in log order).
+/// A run checked on its own.
 struct CheckedChunk {
     seq: u64,
-    items: Vec<Checked>,
+    first: u64,
+    /// Leaves that passed, and their bytes.
+    leaves: u64,
+    bytes: u64,
+    /// The aligned subtrees of the leaves that passed, whose every node
+    /// was checked: the roots stage two pushes.
+    subtrees: Vec<(NodeId, Hash)>,
+    /// The first problem, at the index it names; nothing after it was
+    /// checked.
+    problem: Option<(u64, String)>,
     /// The (id, index) pairs of its leaves.
     ids: IdDigest,
     first_recorded: Option<Timestamp>,
     last_recorded: Option<Timestamp>,
 }
 
-/// Reads the leaf lines in order, in chunks.
+/// Reads the leaf lines and their pointers in order, in runs that end at
+/// every multiple of [`CHUNK`] and at `cut` (the checkpoint's size, where
+/// stage two compares roots).
 fn read_chunks(
     mut lines: LineStream,
+    mut pointers: SequentialRecords,
     expected: u64,
+    cut: Option<u64>,
     work: mpsc::SyncSender<RawChunk>,
     errors: mpsc::SyncSender<Result<CheckedChunk, StoreError>>,
 ) {
     let mut index = 0u64;
     let mut seq = 0u64;
     while index < expected {
+        let mut end = (index / CHUNK + 1) * CHUNK;
+        if let Some(cut) = cut.filter(|c| *c > index) {
+            end = end.min(cut);
+        }
+        let end = end.min(expected);
         let mut chunk = RawChunk {
             seq,
             first: index,
-            lines: Vec::with_capacity(CHUNK),
+            bytes: Vec::with_capacity(1 << 20),
+            lines: Vec::with_capacity((end - index) as usize),
+            pointers: Vec::new(),
             end: None,
         };
-        while chunk.lines.len() < CHUNK && index < expected {
-            match lines.next() {
+        while index < end {
+            let start = chunk.bytes.len();
+            match lines.next_into(&mut chunk.bytes) {
                 None => {
                     chunk.end = Some(format!("entry {index} is missing from the leaf files"));
                 }
@@ -276,6 +301,7 @@ fn read_chunks(
                     return;
                 }
                 Some(Ok(line)) if !line.terminated => {
+                    chunk.bytes.truncate(start);
                     chunk.end = Some(format!("entry {index} is cut short"));
                 }
                 Some(Ok(line)) => chunk.lines.push(line),
@@ -285,6 +311,13 @@ fn read_chunks(
             }
             index += 1;
         }
+        match pointers.next_records(chunk.lines.len()) {
+            Ok(records) => chunk.pointers = records,
+            Err(e) => {
+                let _ = errors.send(Err(e));
+                return;
+            }
+        }
         let stop = chunk.end.is_some();
         if work.send(chunk).is_err() || stop {
             return;
@@ -293,71 +326,138 @@ fn read_chunks(
     }
 }
 
-/// Checks chunks until there are none.
+/// Checks runs until there are none.
 fn check_chunks(
     work: &std::sync::Mutex<mpsc::Receiver<RawChunk>>,
     done: &mpsc::SyncSender<Result<CheckedChunk, StoreError>>,
+    spans: Option<&NodeSpans>,
 ) {
     loop {
         let next = work.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(chunk) = next else { return };
-        let mut out = CheckedChunk {
-            seq: chunk.seq,
-            items: Vec::with_capacity(chunk.lines.len() + 1),
-            ids: IdDigest::default(),
-            first_recorded: None,
-            last_recorded: None,
-        };
-        for (line, index) in chunk.lines.into_iter().zip(chunk.first..) {
-            match check_leaf(index, &line.bytes, &mut out.last_recorded) {
-                Ok(id) => {
-                    out.first_recorded = out.first_recorded.or(out.last_recorded);
-                    out.ids.add(id.as_bytes(), index);
-                    let hash = merkle::leaf_hash(&line.bytes);
-                    out.items.push(Checked::Leaf(CheckedLeaf { line, hash }));
-                }
-                Err(reason) => {
-                    out.items.push(Checked::Problem(reason));
-                    break;
-                }
-            }
-        }
-        if let Some(end) = chunk.end {
-            if !matches!(out.items.last(), Some(Checked::Problem(_))) {
-                out.items.push(Checked::Problem(end));
-            }
-        }
-        if done.send(Ok(out)).is_err() {
+        if done.send(check_chunk(chunk, spans)).is_err() {
             return;
         }
     }
 }
 
-/// The checked chunks in log order (they finish in any order), with the
-/// system time checked across their boundaries.
+/// Stage one for one run: every leaf in order (canonical, its index, its
+/// system time, its place), then every tree node within the run, as the
+/// leaf that completes it comes.
+fn check_chunk(chunk: RawChunk, spans: Option<&NodeSpans>) -> Result<CheckedChunk, StoreError> {
+    let count = chunk.lines.len() as u64;
+    let mut out = CheckedChunk {
+        seq: chunk.seq,
+        first: chunk.first,
+        leaves: 0,
+        bytes: 0,
+        subtrees: Vec::new(),
+        problem: None,
+        ids: IdDigest::default(),
+        first_recorded: None,
+        last_recorded: None,
+    };
+    let stored = match spans {
+        Some(spans) if count > 0 => Some(spans.under(chunk.first, count)?),
+        _ => None,
+    };
+    let mut subtrees = merkle::aligned_subtrees(chunk.first, chunk.first + count).into_iter();
+    let mut subtree = subtrees.next();
+    let mut local = Frontier::new();
+    let mut records = chunk.pointers.chunks_exact(LeafPointer::ENCODED_LEN);
+    // Leaves of one commit share their system time: its text is parsed
+    // once.
+    let mut recorded_text: Option<&[u8]> = None;
+    let mut at = 0usize;
+    for (place, index) in chunk.lines.iter().zip(chunk.first..) {
+        let bytes = &chunk.bytes[at..at + place.len];
+        at += place.len;
+        let id = match check_leaf(index, bytes, &mut recorded_text, &mut out.last_recorded) {
+            Ok(id) => id,
+            Err(reason) => {
+                out.problem = Some((index, reason));
+                return Ok(out);
+            }
+        };
+        out.first_recorded = out.first_recorded.or(out.last_recorded);
+        out.ids.add(id.as_bytes(), index);
+        let pointer = records.next().and_then(LeafPointer::decode);
+        let Some(pointer) = pointer else {
+            out.problem = Some((index, format!("entry {index} has no leaf pointer")));
+            return Ok(out);
+        };
+        if (pointer.segment, pointer.offset, pointer.len as usize)
+            != (place.segment, place.offset, place.len)
+        {
+            out.problem = Some((
+                index,
+                format!("entry {index} is not where the index says it is"),
+            ));
+            return Ok(out);
+        }
+        // The subtree this leaf is in: node ids within it are relative to
+        // its first leaf, a multiple of its size.
+        let Some(current) = subtree else {
+            break; // cannot happen: the subtrees cover the run
+        };
+        let base = current.first_leaf();
+        let mut problem = None;
+        local.push(merkle::leaf_hash(bytes), |id, hash| {
+            let id = NodeId {
+                level: id.level,
+                index: id.index + (base >> id.level),
+            };
+            if problem.is_none() {
+                let found = stored.as_ref().and_then(|s| s.get(id));
+                problem = check_node(id, hash, found).err();
+            }
+        });
+        if let Some(reason) = problem {
+            out.problem = Some((index, reason));
+            return Ok(out);
+        }
+        out.leaves += 1;
+        out.bytes += place.len as u64;
+        if local.size() == 1u64 << current.level {
+            let root = local.perfect_root().unwrap_or_default();
+            out.subtrees.push((current, root));
+            local = Frontier::new();
+            subtree = subtrees.next();
+        }
+    }
+    if let Some(end) = chunk.end {
+        out.problem = Some((chunk.first + count, end));
+    }
+    Ok(out)
+}
+
+/// The checked runs in log order (they finish in any order), with the
+/// system time checked across their ends.
 fn in_log_order(
     done: mpsc::Receiver<Result<CheckedChunk, StoreError>>,
-) -> impl Iterator<Item = Result<(Vec<Checked>, IdDigest), StoreError>> {
+) -> impl Iterator<Item = Result<CheckedChunk, StoreError>> {
     let mut waiting: std::collections::BTreeMap<u64, CheckedChunk> = Default::default();
     let mut next = 0u64;
     let mut last: Option<Timestamp> = None;
-    let mut first_index = 0u64;
     std::iter::from_fn(move || loop {
         if let Some(mut chunk) = waiting.remove(&next) {
             next += 1;
             if let (Some(prev), Some(first)) = (last, chunk.first_recorded) {
                 if first < prev {
-                    return Some(Ok((
-                        vec![Checked::Problem(format!(
-                            "entry {first_index} has recorded_at before its predecessor"
-                        ))],
-                        IdDigest::default(),
-                    )));
+                    let index = chunk.first;
+                    chunk.leaves = 0;
+                    chunk.bytes = 0;
+                    chunk.subtrees.clear();
+                    chunk.ids = IdDigest::default();
+                    chunk.problem = Some((
+                        index,
+                        format!("entry {index} has recorded_at before its predecessor"),
+                    ));
+                    return Some(Ok(chunk));
                 }
             }
             last = chunk.last_recorded.or(last);
-            first_index += chunk.items.len() as u64;
-            return Some(Ok((std::mem::take(&mut chunk.items), chunk.ids)));
+            return Some(Ok(chunk));
         }
         match done.recv() {
             Ok(Ok(chunk)) => {
@@ -370,48 +470,6 @@ fn in_log_order(
 }
 
 impl Store {
-    /// Stage two for one leaf: where the index says it is, its hash and the
-    /// tree nodes it completes match the stored ones. `Err(Ok(reason))` is
-    /// a problem, `Err(Err(e))` a failure.
-    fn check_placed(
-        &self,
-        index: u64,
-        leaf: &CheckedLeaf,
-        pointers: &mut SequentialRecords,
-        frontier: &mut Frontier,
-        tree: Option<&TreeReader<'_>>,
-    ) -> Result<(), Result<String, StoreError>> {
-        let pointer = pointers
-            .next_record()
-            .map_err(Err)?
-            .and_then(|b| LeafPointer::decode(&b));
-        let Some(pointer) = pointer else {
-            return Err(Ok(format!("entry {index} has no leaf pointer")));
-        };
-        if (pointer.segment, pointer.offset, u64::from(pointer.len))
-            != (
-                leaf.line.segment,
-                leaf.line.offset,
-                leaf.line.bytes.len() as u64,
-            )
-        {
-            return Err(Ok(format!(
-                "entry {index} is not where the index says it is"
-            )));
-        }
-        let mut completed = Vec::new();
-        frontier.push(leaf.hash, |id, hash| completed.push((id, *hash)));
-        for (node, hash) in completed {
-            let stored = match tree.map(|t| t.read(node)).transpose() {
-                Ok(s) => s,
-                Err(StoreError::Corrupt(_)) => None,
-                Err(e) => return Err(Err(e)),
-            };
-            check_node(node, &hash, stored.as_ref().map(|h| &h[..])).map_err(Ok)?;
-        }
-        Ok(())
-    }
-
     /// The id index and the leaves disagree (their digests differ): the
     /// first entry whose id the index does not map to it, found by looking
     /// each id up in log order, or else what the index holds beyond the
@@ -443,12 +501,14 @@ impl Store {
 
 /// Checks one leaf on its own: is canonical (read from the bytes, without
 /// decoding it into a tree: see [`crate::leaf_check`]), names its own
-/// index, and its system time does not go backwards.
-fn check_leaf(
+/// index, and its system time does not go backwards (`recorded_text` is
+/// the previous leaf's, whose parse is `last_recorded`). Returns its id.
+fn check_leaf<'a>(
     index: u64,
-    bytes: &[u8],
+    bytes: &'a [u8],
+    recorded_text: &mut Option<&'a [u8]>,
     last_recorded: &mut Option<Timestamp>,
-) -> Result<String, String> {
+) -> Result<Cow<'a, str>, String> {
     let facts = leaf_check::check(bytes)
         .map_err(|e| format!("entry {index} is not in canonical (RFC 8785) form: {e}"))?;
     if facts.index != index {
@@ -457,16 +517,24 @@ fn check_leaf(
             facts.index
         ));
     }
-    let recorded_at: Timestamp = facts
-        .recorded_at
-        .parse()
-        .map_err(|e| format!("entry {index}: recorded_at {:?}: {e}", facts.recorded_at))?;
-    if last_recorded.is_some_and(|last| recorded_at < last) {
-        return Err(format!(
-            "entry {index} has recorded_at before its predecessor"
-        ));
+    if *recorded_text != Some(facts.recorded_at.as_bytes()) {
+        let recorded_at: Timestamp = facts
+            .recorded_at
+            .parse()
+            .map_err(|e| format!("entry {index}: recorded_at {:?}: {e}", facts.recorded_at))?;
+        if last_recorded.is_some_and(|last| recorded_at < last) {
+            return Err(format!(
+                "entry {index} has recorded_at before its predecessor"
+            ));
+        }
+        *last_recorded = Some(recorded_at);
+        // Borrowed text (no escapes in a timestamp) is kept for the
+        // comparison; an owned one is parsed every time.
+        *recorded_text = match facts.recorded_at {
+            Cow::Borrowed(text) => Some(text.as_bytes()),
+            Cow::Owned(_) => None,
+        };
     }
-    *last_recorded = Some(recorded_at);
     Ok(facts.id)
 }
 

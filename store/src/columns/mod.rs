@@ -73,7 +73,7 @@ pub(crate) fn from_leaves(
         let mut rows = row::Rows::new(next);
         while rows.len() < LEAF_BATCH_ROWS && next < to {
             let fields = match lines.next() {
-                Some(Ok(line)) => light::fields(&line.bytes),
+                Some(Ok(line)) => light::fields(&line),
                 Some(Err(e)) => Err(e),
                 None => Err(StoreError::Corrupt(format!("the leaves end before {next}"))),
             };

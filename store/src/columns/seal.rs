@@ -460,7 +460,7 @@ impl Shared {
             .ok_or_else(|| StoreError::Corrupt(format!("no leaf {start}")))?;
         let mut rows = Rows::new(start);
         for (line, index) in self.segments.stream(Some(pointer))?.zip(start..end) {
-            let f = light::fields(&line?.bytes)?;
+            let f = light::fields(&line?)?;
             if f.index != index {
                 return Err(StoreError::Corrupt(format!(
                     "leaf {} is where entry {index} should be",
