@@ -155,10 +155,7 @@ impl Envelope {
         let data = fields.shift_remove("data");
         let header_value = Value::Object(fields);
         let header: Header = deserialize_tracked(&header_value)?;
-        let data = match data {
-            Some(data) => data,
-            None => return Err(ValidationError::new("", "missing field `data`")),
-        };
+        let data = data.ok_or_else(|| ValidationError::new("", "missing field `data`"))?;
         let env = Envelope {
             schema: header.schema,
             id: header.id,

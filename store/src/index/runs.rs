@@ -47,10 +47,10 @@ pub(crate) enum Reads {
 
 /// Size of the tables compaction writes (fjall's default is 64 MiB).
 ///
-/// Writing a table holds about its own size in memory: each of its block
-/// index entries keeps the last key of a data block, and that key is a
-/// slice of the input block it was read from, which stays alive with it;
-/// the table's filter collects one hash per key besides. At 64 MiB a
+/// Writing a table holds memory in proportion to its size: the table's
+/// filter collects one hash per key, and (as lsm-tree's writer reads; not
+/// proven) a block index entry's key can be a slice of the input block it
+/// was read from, which stays alive with it. At 64 MiB a
 /// compaction held 44 MB of input blocks and 34 MB of hashes at ingest's
 /// peak (heaptrack, 3M events), and compactions grow with the ledger.
 /// Smaller tables bound that; fjall keeps a keyspace's options from its
