@@ -39,7 +39,12 @@ pub struct Report {
 /// slow spell of the machine spreads over all cases instead of one.
 pub fn run(data: &Path, cases: &[Case], runs: usize) -> anyhow::Result<Report> {
     let started = Instant::now();
-    let store = Arc::new(Store::open(data)?);
+    // As `annal sql` opens it: compaction is left to the writers.
+    let store = Arc::new(Store::open_with(
+        data,
+        annal_store::Compaction::Deferred,
+        &mut |_| {},
+    )?);
     let open_seconds = started.elapsed().as_secs_f64();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -53,7 +53,7 @@ pub use canonical::PreparedEvent;
 pub use entry::Entry;
 pub use error::StoreError;
 pub use index::versions;
-pub use index::ScanKey;
+pub use index::{Compaction, ScanKey};
 pub use layout::DataDir;
 pub use log::{
     AppendOutcome, InitReport, RawLeaf, Rebuild, SourceOffset, Status, Store, DEFAULT_ORIGIN,

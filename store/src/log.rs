@@ -12,7 +12,7 @@ use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{sign_note, Checkpoint, NoteSigner, NoteVerifier};
 use crate::columns::{ChunkBatches, ColumnChunk, Columns};
 use crate::index::versions::ClusterVersions;
-use crate::index::{Facts, Indexes, Opened, ScanKey};
+use crate::index::{Compaction, Facts, Indexes, Opened, ScanKey};
 use crate::keys;
 use crate::layout::{self, DataDir};
 use crate::leaves::{LeafPointer, SegmentWriter, Segments, DEFAULT_SEGMENT_BYTES};
@@ -238,7 +238,7 @@ impl Store {
             });
         }
         let signer = keys::create(&dir, origin)?;
-        let store = Store::open_dir(dir, &mut |_| {})?;
+        let store = Store::open_dir(dir, Compaction::Background, &mut |_| {})?;
         store.owned()?.db.flush()?;
         Ok(InitReport {
             origin: signer.name().to_string(),
@@ -260,13 +260,25 @@ impl Store {
         dir: impl AsRef<Path>,
         report: &mut dyn FnMut(Rebuild),
     ) -> Result<Store, StoreError> {
+        Store::open_with(dir, Compaction::Background, report)
+    }
+
+    /// [`Store::open_reporting`], saying whether this process compacts the
+    /// key indexes ([`Compaction`]): commands that mostly read open with
+    /// [`Compaction::Deferred`], so that neither their start nor their exit
+    /// waits for compaction left over by a writer.
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        compaction: Compaction,
+        report: &mut dyn FnMut(Rebuild),
+    ) -> Result<Store, StoreError> {
         let dir = DataDir::new(dir.as_ref());
         if !dir.db().exists() {
             return Err(StoreError::NotInitialized {
                 path: dir.root().to_path_buf(),
             });
         }
-        Store::open_dir(dir, report)
+        Store::open_dir(dir, compaction, report)
     }
 
     /// Sets the entries per column chunk (tests use small chunks to
@@ -330,12 +342,16 @@ impl Store {
         self
     }
 
-    fn open_dir(dir: DataDir, report: &mut dyn FnMut(Rebuild)) -> Result<Store, StoreError> {
+    fn open_dir(
+        dir: DataDir,
+        compaction: Compaction,
+        report: &mut dyn FnMut(Rebuild),
+    ) -> Result<Store, StoreError> {
         let (hold, opened) = match open_db(&dir) {
             Ok(db) => {
                 let log = db.open_tree(layout::LOG_TREE)?;
                 let quarantine = db.open_tree(layout::QUARANTINE_TREE)?;
-                let (keys, opened) = Indexes::open(&dir.key_index(), dir.versions())?;
+                let (keys, opened) = Indexes::open(&dir.key_index(), dir.versions(), compaction)?;
                 let owned = Owned {
                     db,
                     log,

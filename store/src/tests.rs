@@ -1473,3 +1473,86 @@ fn verify_names_a_changed_node_above_its_runs_at_the_leaf_that_completes_it() {
         problem.reason
     );
 }
+
+/// Everything the key indexes answer about `store`: each entry's index by
+/// id, and every cluster's and type's entries in valid-time order.
+fn key_answers(store: &Store) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..store.size() {
+        let id = store.entry(i).unwrap().unwrap().event.id;
+        out.push(format!("{id}={:?}", store.index_of(&id).unwrap()));
+    }
+    for cluster in ["c0", "c1", "c2"] {
+        let scan: Vec<u64> = store
+            .scan(ScanKey::Cluster(cluster), None, None)
+            .map(|e| e.unwrap().index)
+            .collect();
+        out.push(format!("{cluster}: {scan:?}"));
+    }
+    let types: Vec<u64> = store
+        .scan(ScanKey::Type("cluster.heartbeat"), None, None)
+        .map(|e| e.unwrap().index)
+        .collect();
+    out.push(format!("heartbeats: {types:?}"));
+    out
+}
+
+#[test]
+fn a_store_opened_to_read_leaves_compaction_to_the_next_writer() {
+    use crate::Compaction;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/store").unwrap();
+    let deferred = || {
+        Store::open_with(dir.path(), Compaction::Deferred, &mut |r| {
+            panic!("no rebuild: {r:?}")
+        })
+        .unwrap()
+    };
+    // Five processes that each commit once (the first apply of a process
+    // writes its runs): runs pile up in level 0, with no worker to compact
+    // them.
+    for session in 0..5u32 {
+        let store = deferred();
+        let batch = (0..12u32)
+            .map(|i| {
+                event(
+                    &format!("e{session}-{i}"),
+                    &format!("c{}", i % 3),
+                    (session * 7 + i) % 60,
+                )
+            })
+            .collect();
+        store.append(batch).unwrap();
+    }
+    let store = deferred();
+    let level0 = store.key_index().level0_tables();
+    // (The first run of an empty keyspace may go below level 0.)
+    assert!(
+        level0 >= 12,
+        "three keyspaces, four runs or more each: {level0}"
+    );
+    let answers = key_answers(&store);
+    assert_eq!(answers.len(), 60 + 4);
+    drop(store);
+    let store = deferred();
+    assert_eq!(
+        store.key_index().level0_tables(),
+        level0,
+        "a deferred open compacts nothing"
+    );
+    assert_eq!(key_answers(&store), answers);
+    drop(store);
+
+    // The next writer compacts them, and every answer stays.
+    let store = Store::open(dir.path()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while store.key_index().level0_tables() >= level0 {
+        assert!(
+            Instant::now() < deadline,
+            "the writer never compacted level 0"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(key_answers(&store), answers);
+}

@@ -62,11 +62,13 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
-/// Opens the ledger (see [`open_store`]), saying on stderr when another
-/// process writes it.
+/// Opens the ledger for a command that mostly reads (see [`open_store`]):
+/// it leaves the key indexes' compaction to the next writer, so that it
+/// neither starts nor ends waiting for one. Says on stderr when another
+/// process writes the ledger.
 fn open(data: &std::path::Path) -> anyhow::Result<Store> {
     use std::io::Write as _;
-    let store = open_store(data)?;
+    let store = open_store_with(data, annal_store::Compaction::Deferred)?;
     if let Some(pid) = store.beside_writer() {
         let _ = writeln!(
             std::io::stderr(),
@@ -77,9 +79,17 @@ fn open(data: &std::path::Path) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-/// Opens the ledger, saying on stderr when the first open after an upgrade
-/// (or a lost index) rebuilds an index from the leaves.
+/// Opens the ledger, compacting its key indexes in the background as
+/// writers do, saying on stderr when the first open after an upgrade (or a
+/// lost index) rebuilds an index from the leaves.
 fn open_store(data: &std::path::Path) -> anyhow::Result<Store> {
+    open_store_with(data, annal_store::Compaction::Background)
+}
+
+fn open_store_with(
+    data: &std::path::Path,
+    compaction: annal_store::Compaction,
+) -> anyhow::Result<Store> {
     use std::io::Write as _;
     let mut report = |r: annal_store::Rebuild| {
         let line = match r {
@@ -98,7 +108,7 @@ fn open_store(data: &std::path::Path) -> anyhow::Result<Store> {
         };
         let _ = writeln!(std::io::stderr(), "{line}");
     };
-    Store::open_reporting(data, &mut report)
+    Store::open_with(data, compaction, &mut report)
         .with_context(|| format!("opening the ledger at {}", data.display()))
 }
 

@@ -108,6 +108,42 @@ pub(crate) struct Indexes {
     sync_every: Mutex<Duration>,
 }
 
+/// Whether a process compacts the key indexes' runs while it runs.
+///
+/// fjall queues a compaction for every keyspace with runs in level 0 as
+/// it opens, and closing waits for the one under way. After a large
+/// ingest that debt is seconds of work (1.55 s, then 1.22 s, for the
+/// first two `annal checkpoint`s after a 10M ingest), and a read command
+/// paid it on top of its answer. Commands that mostly read leave it to
+/// the next writer; the runs they write themselves (a tail replayed past
+/// the mark, a quarantined entry retried) are few, and are compacted
+/// then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Compaction {
+    /// One worker compacts in the background (two cores: the other one
+    /// ingests); writers (ingest, serve, reindex) open so.
+    #[default]
+    Background,
+    /// No worker: level 0 stays as it is until a process that compacts
+    /// opens the ledger. Indexes that must be rebuilt are opened with a
+    /// worker all the same.
+    Deferred,
+}
+
+impl Compaction {
+    fn workers(self) -> usize {
+        match self {
+            Compaction::Background => 1,
+            // fjall's public setter asserts at least one worker; with
+            // none, its compaction requests wait in a channel that is
+            // dropped with the database (its own tests open so). Writes
+            // here are bulk runs, which never wait for a worker (only
+            // journaled writes stall on level 0 or on memtables).
+            Compaction::Deferred => 0,
+        }
+    }
+}
+
 /// How the indexes opened.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Opened {
@@ -127,9 +163,19 @@ impl Indexes {
     /// Opens the indexes at `path` (version files under `versions`),
     /// creating them when absent; indexes that fail to open are removed
     /// and created empty.
-    pub(crate) fn open(path: &Path, versions: PathBuf) -> Result<(Indexes, Opened), StoreError> {
+    pub(crate) fn open(
+        path: &Path,
+        versions: PathBuf,
+        compaction: Compaction,
+    ) -> Result<(Indexes, Opened), StoreError> {
         let existed = path.join(FORMAT_MARKER).exists();
-        let replaced = match Indexes::open_at(path, versions.clone()) {
+        // Indexes about to be rebuilt write every key again: whoever opens
+        // them then compacts, or the runs would pile up in level 0.
+        let compaction = match Mark::read(path) {
+            Ok(Some(mark)) if mark.layout == mark::LAYOUT => compaction,
+            _ => Compaction::Background,
+        };
+        let replaced = match Indexes::open_at(path, versions.clone(), compaction) {
             Ok(index) => match index.old_layout()? {
                 None => {
                     let opened = index.take_mark(existed)?;
@@ -142,7 +188,7 @@ impl Indexes {
             Err(e) => Opened::Replaced(e.to_string()),
         };
         std::fs::remove_dir_all(path).map_err(|e| StoreError::io(path, e))?;
-        let index = Indexes::open_at(path, versions)?;
+        let index = Indexes::open_at(path, versions, Compaction::Background)?;
         index.clear()?;
         Ok((index, replaced))
     }
@@ -212,9 +258,13 @@ impl Indexes {
     /// journal entries (a debug assertion), and a cache that cannot be
     /// read must be rebuilt, never bring the store down: a panic while
     /// opening counts as an index that did not open.
-    fn open_at(path: &Path, versions: PathBuf) -> Result<Indexes, StoreError> {
+    fn open_at(
+        path: &Path,
+        versions: PathBuf,
+        compaction: Compaction,
+    ) -> Result<Indexes, StoreError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Indexes::recover_at(path, versions)
+            Indexes::recover_at(path, versions, compaction)
         }))
         .unwrap_or_else(|panic| {
             let reason = panic
@@ -229,15 +279,18 @@ impl Indexes {
         })
     }
 
-    fn recover_at(path: &Path, versions: PathBuf) -> Result<Indexes, StoreError> {
+    fn recover_at(
+        path: &Path,
+        versions: PathBuf,
+        compaction: Compaction,
+    ) -> Result<Indexes, StoreError> {
         preflight::manifests(path).map_err(|reason| StoreError::Index {
             path: path.to_path_buf(),
             reason,
         })?;
         let db = Database::builder(path)
             .cache_size(CACHE_BYTES)
-            // Two cores: one worker compacts the runs in the background.
-            .worker_threads(1)
+            .worker_threads_unchecked(compaction.workers())
             .max_journaling_size(JOURNAL_BYTES)
             .open()
             .map_err(|e| index_error(path, e))?;
@@ -399,6 +452,18 @@ impl Indexes {
     #[cfg(test)]
     pub(crate) fn hold_sync_mark(&self) {
         *lock(&self.sync_every) = Duration::MAX;
+    }
+
+    /// Tables in level 0 across the keyspaces (tests: what compaction
+    /// has left).
+    #[cfg(test)]
+    pub(crate) fn level0_tables(&self) -> usize {
+        self.db
+            .list_keyspace_names()
+            .iter()
+            .filter_map(|name| self.db.keyspace(name, KeyspaceCreateOptions::default).ok())
+            .map(|k| k.l0_table_count())
+            .sum()
     }
 
     /// The key indexes (tests damage them).
