@@ -118,11 +118,10 @@ pub(crate) struct Indexes {
 /// the next writer; the runs they write themselves (a tail replayed past
 /// the mark, a quarantined entry retried) are few, and are compacted
 /// then.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compaction {
     /// One worker compacts in the background (two cores: the other one
     /// ingests); writers (ingest, serve, reindex) open so.
-    #[default]
     Background,
     /// No worker: level 0 stays as it is until a process that compacts
     /// opens the ledger. Indexes that must be rebuilt are opened with a
@@ -169,16 +168,17 @@ impl Indexes {
         compaction: Compaction,
     ) -> Result<(Indexes, Opened), StoreError> {
         let existed = path.join(FORMAT_MARKER).exists();
+        let mark = Mark::read(path);
         // Indexes about to be rebuilt write every key again: whoever opens
         // them then compacts, or the runs would pile up in level 0.
-        let compaction = match Mark::read(path) {
-            Ok(Some(mark)) if mark.layout == mark::LAYOUT => compaction,
+        let compaction = match &mark {
+            Ok(Some(m)) if m.layout == mark::LAYOUT => compaction,
             _ => Compaction::Background,
         };
         let replaced = match Indexes::open_at(path, versions.clone(), compaction) {
             Ok(index) => match index.old_layout()? {
                 None => {
-                    let opened = index.take_mark(existed)?;
+                    let opened = index.take_mark(mark, existed)?;
                     return Ok((index, opened));
                 }
                 // Rebuilt in a fresh directory: fjall would go on
@@ -193,10 +193,14 @@ impl Indexes {
         Ok((index, replaced))
     }
 
-    /// Reads the mark into memory, or empties indexes that have none
-    /// this annal can use.
-    fn take_mark(&self, existed: bool) -> Result<Opened, StoreError> {
-        match Mark::read(&self.path) {
+    /// Takes the mark read from disk into memory, or empties indexes that
+    /// have none this annal can use.
+    fn take_mark(
+        &self,
+        mark: Result<Option<Mark>, String>,
+        existed: bool,
+    ) -> Result<Opened, StoreError> {
+        match mark {
             Ok(Some(mark)) if mark.layout == mark::LAYOUT => match mark.root() {
                 Some(root) => {
                     self.versions.load(&mark.clusters);
