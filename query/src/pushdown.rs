@@ -20,6 +20,9 @@ pub struct EventBounds {
     pub cluster: Option<String>,
     /// `type = …`.
     pub event_type: Option<String>,
+    /// `type IN (…)` (or `type = … OR type = …`): only narrows column
+    /// chunk reads (the indexes take one type).
+    pub types: Option<Vec<String>>,
     /// Valid time at or after.
     pub since: Option<Timestamp>,
     /// Valid time before.
@@ -32,6 +35,10 @@ pub struct EventBounds {
     pub recorded_since: Option<Timestamp>,
     /// System time before (only skips column chunks).
     pub recorded_until: Option<Timestamp>,
+    /// Bytes every matching leaf contains, from `json_get_str(data, …,
+    /// 'key') = 'value'` ([`data_needle`]): a read of the leaves skips the
+    /// others before parsing them.
+    pub needles: Vec<Vec<u8>>,
 }
 
 impl EventBounds {
@@ -60,6 +67,25 @@ impl EventBounds {
             to_index: self.to_index,
             limit: None,
         })
+    }
+
+    /// The types a row can have under these bounds (`None`: any).
+    pub fn possible_types(&self) -> Option<Vec<String>> {
+        match (&self.event_type, &self.types) {
+            (Some(t), Some(list)) => Some(list.iter().filter(|l| *l == t).cloned().collect()),
+            (Some(t), None) => Some(vec![t.clone()]),
+            (None, list) => list.clone(),
+        }
+    }
+
+    /// The rows a column chunk read keeps under these bounds.
+    pub fn keep(&self) -> annal_store::columns::Keep {
+        annal_store::columns::Keep {
+            cluster: self.cluster.clone(),
+            types: self.possible_types(),
+            since: self.since.map(|t| t.unix_micros()),
+            until: self.until.map(|t| t.unix_micros()),
+        }
     }
 
     /// How an events scan takes each of `filters`: the ones these bounds
@@ -92,7 +118,9 @@ impl EventBounds {
                 self.add(left);
                 self.add(right);
             }
-            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if *op != Operator::Or && data_needle(expr).is_none() =>
+            {
                 let (column, op, value) = match (column_name(left), column_name(right)) {
                     (Some(c), None) => (c, *op, right.as_ref()),
                     (None, Some(c)) => match op.swap() {
@@ -109,7 +137,17 @@ impl EventBounds {
                     self.compare(c, Operator::LtEq, &between.high);
                 }
             }
-            _ => {}
+            _ if data_needle(expr).is_some() => {
+                self.needles.extend(data_needle(expr));
+            }
+            _ => {
+                if let Some(list) = type_list(expr) {
+                    self.types = Some(match self.types.take() {
+                        Some(had) => had.into_iter().filter(|t| list.contains(t)).collect(),
+                        None => list,
+                    });
+                }
+            }
         }
     }
 
@@ -235,6 +273,67 @@ fn narrow(since: &mut Option<Timestamp>, until: &mut Option<Timestamp>, op: Oper
     }
 }
 
+/// `"key":"value"` for `json_get_str(data, …, 'key') = 'value'`: the
+/// canonical text of a leaf whose `data` has that string at that path
+/// holds those bytes (RFC 8785 puts no space around the colon and writes
+/// printable ASCII as it is). Keys or values with characters it could
+/// escape (quotes, backslashes, controls) or outside ASCII give none.
+fn data_needle(e: &Expr) -> Option<Vec<u8>> {
+    let Expr::BinaryExpr(BinaryExpr {
+        left,
+        op: Operator::Eq,
+        right,
+    }) = e
+    else {
+        return None;
+    };
+    let (call, value) = match (left.as_ref(), right.as_ref()) {
+        (Expr::ScalarFunction(f), v) | (v, Expr::ScalarFunction(f)) => (f, string_literal(v)?),
+        _ => return None,
+    };
+    if call.func.name() != "json_get_str" {
+        return None;
+    }
+    let (first, path) = call.args.split_first()?;
+    if column_name(first) != Some("data") {
+        return None;
+    }
+    let key = string_literal(path.last()?)?;
+    let plain = |s: &str| {
+        s.bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    };
+    (plain(&key) && plain(&value)).then(|| format!("\"{key}\":\"{value}\"").into_bytes())
+}
+
+/// The types of `type IN ('…', …)` or `type = '…' OR type = '…' …`.
+fn type_list(e: &Expr) -> Option<Vec<String>> {
+    match e {
+        Expr::InList(l) if !l.negated && column_name(&l.expr) == Some("type") => {
+            l.list.iter().map(string_literal).collect()
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            let mut list = type_list(left)?;
+            list.extend(type_list(right)?);
+            Some(list)
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Eq,
+            right,
+        }) => match (column_name(left), column_name(right)) {
+            (Some("type"), None) => Some(vec![string_literal(right)?]),
+            (None, Some("type")) => Some(vec![string_literal(left)?]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn column_name(e: &Expr) -> Option<&str> {
     match e {
         Expr::Column(c) => Some(c.name.as_str()),
@@ -321,7 +420,50 @@ mod tests {
         assert_eq!((b.from_index, b.to_index), (0, Some(100)));
         assert_eq!(b.recorded_since, None);
         assert_eq!(b.recorded_until, Some(t("2026-11-03T00:00:00.000001Z")));
+        assert_eq!(b.types, None);
+        assert_eq!(b.possible_types(), Some(vec!["app.sync".to_string()]));
+        let listed = EventBounds::from_filters(&[
+            col("type").in_list(vec![lit("object.observed"), lit("object.deleted")], false)
+        ]);
+        assert_eq!(
+            listed.possible_types(),
+            Some(vec!["object.observed".into(), "object.deleted".into()])
+        );
+        let ored = EventBounds::from_filters(&[col("type")
+            .eq(lit("object.observed"))
+            .or(lit("object.deleted").eq(col("type")))]);
+        assert_eq!(ored.types, listed.types);
+        let both = EventBounds::from_filters(&[
+            col("type").in_list(vec![lit("object.observed"), lit("object.deleted")], false),
+            col("type").eq(lit("app.sync")),
+        ]);
+        assert_eq!(both.possible_types(), Some(vec![]));
+        assert!(!EventBounds::understands(
+            &col("type").in_list(vec![lit("object.observed")], true)
+        ));
+        assert!(!EventBounds::understands(
+            &col("type").eq(lit("a")).or(col("cluster").eq(lit("b")))
+        ));
         assert!(!EventBounds::understands(&col("data").eq(lit("x"))));
+        let json = |path: &[&str]| {
+            let mut args = vec![col("data")];
+            args.extend(path.iter().map(|p| lit(*p)));
+            datafusion_functions_json::udfs::json_get_str_udf().call(args)
+        };
+        let needled = EventBounds::from_filters(&[
+            json(&["metadata", "name"]).eq(lit("web-1")),
+            lit("Deployment").eq(json(&["kind"])),
+            json(&["metadata", "namespace"]).eq(lit("with \"quote\"")),
+            json(&["metadata", "labels", "app"]).eq(lit("caf\u{e9}")),
+        ]);
+        assert_eq!(
+            needled.needles,
+            vec![
+                br#""name":"web-1""#.to_vec(),
+                br#""kind":"Deployment""#.to_vec()
+            ]
+        );
+        assert!(!EventBounds::understands(&json(&["kind"]).not_eq(lit("x"))));
         assert!(!EventBounds::understands(&col("cluster").not_eq(lit("x"))));
         assert!(EventBounds::understands(&col("time").between(
             ts("2026-11-01T00:00:00Z"),

@@ -153,7 +153,40 @@ fn predicates(recorded_mid: &str) -> Vec<String> {
         format!("recorded_at > '{recorded_mid}' AND cluster = 'c3'"),
         "index >= 7 AND index < 30".into(),
         "principal NOT LIKE 'system:%' AND type IN ('object.observed', 'app.sync')".into(),
+        "cluster = 'c1' AND type IN ('object.observed', 'cluster.credential.revoked') \
+         AND time > '2026-11-01T20:00:00Z'"
+            .into(),
+        "(type = 'app.sync' OR type = 'cluster.heartbeat') AND cluster = 'c0'".into(),
     ]
+}
+
+/// Filters on `data` whose canonical bytes the leaf scan looks for before
+/// parsing a leaf, each beside the same filter in a form nothing pushes
+/// down. `"kind":"ConfigMap"` and `"name":"m"` are also in every full
+/// sync's `resources`, and `"name":"m1"` is a prefix of `"name":"m10"`:
+/// rows holding the bytes elsewhere must still be filtered out.
+fn needle_pairs() -> Vec<(String, String)> {
+    let q = |p: &str| {
+        format!(
+            "SELECT index, type, cluster, json_get_str(data, 'metadata', 'name') AS name \
+             FROM events WHERE {p} ORDER BY index"
+        )
+    };
+    [
+        "json_get_str(data, 'metadata', 'name') = 'm1'",
+        "json_get_str(data, 'metadata', 'name') = 'm'",
+        "'ConfigMap' = json_get_str(data, 'kind') AND cluster = 'c2'",
+        "cluster = 'c1' AND type IN ('object.observed', 'object.deleted') \
+         AND json_get_str(data, 'kind') = 'ConfigMap' \
+         AND json_get_str(data, 'metadata', 'namespace') = 'd' \
+         AND json_get_str(data, 'metadata', 'name') = 'm5'",
+    ]
+    .iter()
+    .map(|p| {
+        let unpushed = p.replace("json_get_str(", "'' || json_get_str(");
+        (q(p), q(&unpushed))
+    })
+    .collect()
 }
 
 /// The `syncs` view as first defined: over `events`, each field taken out
@@ -217,6 +250,13 @@ fn check_all(store: &Arc<Store>) {
                     "{sidecar}"
                 );
             }
+        }
+        for (pushed, reference) in needle_pairs() {
+            assert_eq!(
+                text(&ctx, &pushed).await,
+                text(&ctx, &reference).await,
+                "{pushed}"
+            );
         }
         for (sidecar, first) in sync_pairs() {
             assert_eq!(
@@ -309,6 +349,20 @@ fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
         )
         .await;
         assert!(rare.contains("partition_sizes=1"), "{rare}");
+        // A filter on `data` reaches the leaf scan as the bytes to find:
+        // the scan itself returns only the one entry that has them (the
+        // projection right above it counts its rows).
+        let named = text(
+            &ctx,
+            "EXPLAIN ANALYZE SELECT id FROM events \
+             WHERE json_get_str(data, 'metadata', 'name') = 'm4'",
+        )
+        .await;
+        let scan = named
+            .lines()
+            .find(|l| l.contains("ProjectionExec"))
+            .unwrap_or_else(|| panic!("{named}"));
+        assert!(scan.contains("output_rows=1,"), "{named}");
         // A join builds its hash table on the side the counts say is
         // smaller (the one revocation, and the 176 entries past the
         // chunks), not on every event.

@@ -297,14 +297,16 @@ impl Store {
     }
 
     /// The batches of `chunk`, with `columns` (positions in
-    /// [`crate::columns::COLUMNS`]); `None` when its file is damaged or
-    /// gone (read those entries from the leaves; the writer rebuilds it).
+    /// [`crate::columns::COLUMNS`]) and only the rows `keep` keeps (the
+    /// others are never decoded); `None` when its file is damaged or gone
+    /// (read those entries from the leaves; the writer rebuilds it).
     pub fn read_column_chunk(
         &self,
         chunk: &ColumnChunk,
         columns: &[usize],
+        keep: &crate::columns::Keep,
     ) -> Result<Option<ChunkBatches>, StoreError> {
-        self.columns.read(chunk, columns)
+        self.columns.read(chunk, columns, keep)
     }
 
     /// Entries `from..to` as column batches of every sidecar column, built

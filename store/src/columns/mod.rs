@@ -14,6 +14,7 @@
 //! chunk whose file does not match, are read from the leaves instead.
 
 mod file;
+mod keep;
 mod light;
 pub(crate) mod manifest;
 mod row;
@@ -27,6 +28,7 @@ use std::sync::{Mutex, OnceLock};
 
 use arrow_array::RecordBatch;
 
+pub use keep::Keep;
 pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
 pub use row::{app_of, app_of_data, has_app, schema, COLUMNS, SYNC_START};
@@ -187,13 +189,18 @@ impl Columns {
         Ok(chain)
     }
 
-    /// The batches of `chunk` with `columns` (positions in [`COLUMNS`]);
-    /// `None` when its file is not the one the manifest names (the writer
-    /// then builds it again).
+    /// The batches of `chunk` with `columns` (positions in [`COLUMNS`]),
+    /// the rows `keep` keeps; `None` when its file is not the one the
+    /// manifest names (the writer then builds it again).
+    ///
+    /// The first read of a file in a process hashes it whole; later reads
+    /// of the same file (same name, length and manifest hash) read only
+    /// its footer and the projected columns.
     pub(crate) fn read(
         &self,
         chunk: &ColumnChunk,
         columns: &[usize],
+        keep: &Keep,
     ) -> Result<Option<ChunkBatches>, StoreError> {
         if chunk.layout != LAYOUT {
             if let Some(s) = self.sealer() {
@@ -204,11 +211,15 @@ impl Columns {
         let path = chunk.path(&self.dir);
         let key = (chunk.start, chunk.blake3.clone());
         let known = self.lock_verified().contains(&key);
-        let bytes = if known {
-            fs::read(&path).ok().map(bytes::Bytes::from)
-        } else {
-            file::read_checked(&path, &chunk.blake3)
-        };
+        if known {
+            let opened = fs::File::open(&path)
+                .ok()
+                .filter(|f| f.metadata().is_ok_and(|m| m.len() == chunk.bytes));
+            if let Some(f) = opened {
+                return Ok(Some(batches(file::decode(f, columns, keep)?)));
+            }
+        }
+        let bytes = file::read_checked(&path, &chunk.blake3);
         let Some(bytes) = bytes.filter(|b| b.len() as u64 == chunk.bytes) else {
             self.lock_verified().remove(&key);
             // Rebuilt only if the manifest still names it: a short chunk
@@ -222,10 +233,7 @@ impl Columns {
         if !known {
             self.lock_verified().insert(key);
         }
-        let reader = file::decode(bytes, columns)?;
-        Ok(Some(Box::new(reader.map(|b| {
-            b.map_err(|e| StoreError::Corrupt(format!("column chunk: {e}")))
-        }))))
+        Ok(Some(batches(file::decode(bytes, columns, keep)?)))
     }
 
     fn lock_verified(&self) -> std::sync::MutexGuard<'_, HashSet<(u64, String)>> {
@@ -251,6 +259,10 @@ impl Columns {
 
 #[cfg(test)]
 mod tests;
+
+fn batches(reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader) -> ChunkBatches {
+    Box::new(reader.map(|b| b.map_err(|e| StoreError::Corrupt(format!("column chunk: {e}")))))
+}
 
 fn file_len(path: &Path) -> Option<u64> {
     fs::metadata(path).ok().map(|m| m.len())

@@ -8,7 +8,7 @@ use arrow_array::types::{TimestampMicrosecondType, UInt64Type};
 use arrow_array::Array;
 use proptest::prelude::*;
 
-use super::COLUMNS;
+use super::{Keep, COLUMNS};
 use crate::Store;
 
 /// One row as the sidecar holds it: index, recorded_at, time, type, the
@@ -139,6 +139,12 @@ fn expected(store: &Store) -> Vec<Model> {
 
 /// What the chunks say (every column), and where they end.
 fn in_chunks(store: &Store) -> (Vec<Model>, u64) {
+    in_chunks_keeping(store, &Keep::default())
+}
+
+/// What the chunks say (every column) of the rows `keep` keeps, and where
+/// they end.
+fn in_chunks_keeping(store: &Store, keep: &Keep) -> (Vec<Model>, u64) {
     let all: Vec<usize> = (0..COLUMNS.len()).collect();
     let mut rows = Vec::new();
     let mut next = 0;
@@ -146,7 +152,7 @@ fn in_chunks(store: &Store) -> (Vec<Model>, u64) {
         assert_eq!(chunk.start, next, "the chain is contiguous");
         next = chunk.end();
         let batches = store
-            .read_column_chunk(&chunk, &all)
+            .read_column_chunk(&chunk, &all, keep)
             .unwrap()
             .expect("intact");
         for b in batches {
@@ -255,6 +261,79 @@ proptest! {
     }
 }
 
+/// The model of [`Keep`]: the row passes every bound it sets.
+fn kept(keep: &Keep, row: &Model) -> bool {
+    keep.cluster
+        .as_ref()
+        .is_none_or(|c| row.4[0].as_ref() == Some(c))
+        && keep.types.as_ref().is_none_or(|t| t.contains(&row.3))
+        && keep.since.is_none_or(|s| row.2 >= s)
+        && keep.until.is_none_or(|u| row.2 < u)
+}
+
+fn keep() -> impl Strategy<Value = Keep> {
+    let types = [
+        "app.sync",
+        "cluster.heartbeat",
+        "object.observed",
+        "controlplane.fenced",
+        "object.deleted",
+    ];
+    let micros = |t: &str| t.parse::<annal_schemas::Timestamp>().unwrap().unix_micros();
+    let times = vec![
+        micros("2026-10-31T23:59:59Z"),
+        micros("2026-11-01T09:00:00Z"),
+        micros("2026-11-01T10:30:00Z"),
+        micros("2026-11-03T10:00:00Z"),
+    ];
+    (
+        proptest::option::of(0u8..4),
+        proptest::option::of(proptest::sample::subsequence(types.to_vec(), 0..3)),
+        proptest::option::of(proptest::sample::select(times.clone())),
+        proptest::option::of(proptest::sample::select(times)),
+    )
+        .prop_map(|(cluster, types, since, until)| Keep {
+            cluster: cluster.map(|c| format!("c{c}")),
+            types: types.map(|t| t.into_iter().map(str::to_string).collect()),
+            since,
+            until,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A chunk read keeps exactly the rows the bounds match, on the
+    /// first read of a file (hashed whole) and on later ones (read by
+    /// range), whatever the projection.
+    #[test]
+    fn a_read_keeps_exactly_the_rows_its_bounds_match(keeps in proptest::collection::vec(keep(), 1..4)) {
+        let (_dir, store) = filled(16, 90);
+        let (all, end) = in_chunks(&store);
+        prop_assert_eq!(end, 80, "five whole chunks");
+        for keep in keeps {
+            let want: Vec<Model> = all.iter().filter(|r| kept(&keep, r)).cloned().collect();
+            let (got, _) = in_chunks_keeping(&store, &keep);
+            prop_assert_eq!(&got, &want, "{:?}", keep);
+            // One projected column that no bound reads: the row count.
+            let counted: usize = store
+                .column_chunks()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    store
+                        .read_column_chunk(c, &[0], &keep)
+                        .unwrap()
+                        .expect("intact")
+                        .map(|b| b.unwrap().num_rows())
+                        .sum::<usize>()
+                })
+                .sum();
+            prop_assert_eq!(counted, want.len());
+        }
+    }
+}
+
 fn filled(rows: u64, events: u64) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     Store::init(dir.path(), "annal.test/columns").unwrap();
@@ -281,7 +360,10 @@ fn a_changed_chunk_file_is_never_read_and_is_rebuilt() {
     // A fresh process has not checked the file yet.
     drop(store);
     let store = open(dir.path(), 10);
-    assert!(store.read_column_chunk(&chunks[1], &[0]).unwrap().is_none());
+    assert!(store
+        .read_column_chunk(&chunks[1], &[0], &Keep::default())
+        .unwrap()
+        .is_none());
     store.wait_for_columns().unwrap();
     // The 5 entries past the last whole chunk were written short on close.
     let (chunked, end) = in_chunks(&store);
@@ -391,7 +473,10 @@ fn chunks_of_an_older_layout_are_read_from_the_leaves_and_written_again() {
         .with_column_rows(10);
     assert_eq!(reports, vec![crate::Rebuild::Columns { chunks: 5 }]);
     // Until written again, an old chunk is not read (its columns differ).
-    assert!(store.read_column_chunk(&chain[0], &[0]).unwrap().is_none());
+    assert!(store
+        .read_column_chunk(&chain[0], &[0], &Keep::default())
+        .unwrap()
+        .is_none());
     store.wait_for_columns().unwrap();
     let chunks = store.column_chunks().unwrap();
     assert!(chunks.iter().all(|c| c.layout == super::LAYOUT));

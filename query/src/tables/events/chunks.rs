@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use annal_store::columns::ColumnChunk;
+use annal_store::columns::{ColumnChunk, Keep};
 use annal_store::Store;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -82,6 +82,16 @@ impl ChunkScan {
             .sum()
     }
 
+    /// Rows of those chunks a read through the indexes decodes, at most:
+    /// the indexes take one cluster and one type, not a list of types.
+    pub(super) fn matching_in_indexes(&self) -> u64 {
+        let indexed = EventBounds {
+            types: None,
+            ..self.bounds.clone()
+        };
+        self.chunks.iter().map(|c| matching_rows(c, &indexed)).sum()
+    }
+
     /// The scan as `parts` partitions: chunks dealt round-robin, the tail
     /// to the last one.
     pub(crate) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
@@ -110,6 +120,7 @@ impl ChunkScan {
                     sidecar: self.sidecar.clone(),
                     schema: self.schema.clone(),
                     bounds: self.bounds.clone(),
+                    keep: self.bounds.keep(),
                 }) as Arc<dyn PartitionStream>
             })
             .collect()
@@ -127,6 +138,9 @@ struct Part {
     sidecar: Vec<usize>,
     schema: SchemaRef,
     bounds: EventBounds,
+    /// The rows of a chunk the bounds can match: the reader decodes the
+    /// projected columns of those rows only.
+    keep: Keep,
 }
 
 impl std::fmt::Debug for Part {
@@ -148,6 +162,7 @@ impl PartitionStream for Part {
         let store = self.store.clone();
         let chunks = self.chunks.clone();
         let tail = self.tail;
+        let keep = self.keep.clone();
         let schema = self.schema.clone();
         // Always read one column: a `count(*)` projects none, but its
         // batches must still say how many rows they hold.
@@ -170,7 +185,7 @@ impl PartitionStream for Part {
                 batches.map(|b| send_chunk(b, &from_leaves, &schema, &tx))
             };
             for chunk in &chunks {
-                let sent = match store.read_column_chunk(chunk, &read) {
+                let sent = match store.read_column_chunk(chunk, &read, &keep) {
                     Ok(Some(batches)) => Ok(send_chunk(batches, &from_file, &schema, &tx)),
                     // Damaged: its entries from the leaves.
                     Ok(None) => leaves(chunk.start, chunk.end()),
@@ -217,10 +232,12 @@ fn matching_rows(chunk: &ColumnChunk, b: &EventBounds) -> u64 {
         .cluster
         .as_ref()
         .map_or(chunk.rows, |c| chunk.clusters.get(c).copied().unwrap_or(0));
-    let by_type = b
-        .event_type
-        .as_ref()
-        .map_or(chunk.rows, |t| chunk.types.get(t).copied().unwrap_or(0));
+    let by_type = b.possible_types().map_or(chunk.rows, |types| {
+        types
+            .iter()
+            .map(|t| chunk.types.get(t).copied().unwrap_or(0))
+            .sum()
+    });
     by_cluster.min(by_type)
 }
 

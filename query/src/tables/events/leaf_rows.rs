@@ -21,12 +21,13 @@ use crate::events::EventFilter;
 /// Rows per Arrow batch.
 const BATCH_ROWS: usize = 8192;
 
-/// Sends the rows of the `leaves` that `filter` selects (at most its
-/// limit), in batches of `schema` (the projected `columns`); false once
-/// the consumer is gone or a read failed.
+/// Sends the rows of the `leaves` that `filter` selects and that contain
+/// every one of `needles` (at most its limit), in batches of `schema` (the
+/// projected `columns`); false once the consumer is gone or a read failed.
 pub(super) fn send(
     leaves: impl Iterator<Item = std::result::Result<RawLeaf, annal_store::StoreError>>,
     filter: &EventFilter,
+    needles: &[memchr::memmem::Finder<'_>],
     columns: &[usize],
     schema: &SchemaRef,
     tx: &Sender<Result<RecordBatch>>,
@@ -45,6 +46,10 @@ pub(super) fn send(
             Ok(l) => l,
             Err(e) => return fail(e),
         };
+        // Most leaves a `data` filter rules out are skipped unparsed.
+        if !needles.iter().all(|n| n.find(&bytes).is_some()) {
+            continue;
+        }
         let view = match LeafView::parse(&bytes) {
             Ok(v) => v,
             Err(e) => return fail(e),

@@ -134,17 +134,18 @@ impl TableProvider for EventsTable {
             // The chunks left are read whole; through the indexes, only
             // the matching entries are decoded (the tail either way).
             && ((bounds.cluster.is_none() && bounds.event_type.is_none())
-                || chunks.matching().saturating_mul(INDEX_SELECTIVITY) >= chunks.rows());
+                || chunks.matching_in_indexes().saturating_mul(INDEX_SELECTIVITY) >= chunks.rows());
         let tail = chunks.tail();
         let (partitions, rows): (Vec<Arc<dyn PartitionStream>>, u64) = match through_chunks {
             true => {
-                let rows = chunks.rows() + tail;
+                // Chunk reads keep only the rows the bounds match.
+                let rows = chunks.matching() + tail;
                 (chunks.partitions(), rows)
             }
             false => {
                 let rows = match chunks.covered {
                     0 => self.store.size(),
-                    _ => chunks.matching() + tail,
+                    _ => chunks.matching_in_indexes() + tail,
                 };
                 let scan = EventScan {
                     store: self.store.clone(),
@@ -194,12 +195,14 @@ impl PartitionStream for EventScan {
         });
         let columns = self.columns.clone();
         let schema = self.schema.clone();
+        let needles = self.bounds.needles.clone();
         super::stream::blocking(self.schema.clone(), move |tx| {
             let Some(filter) = filter else {
                 return; // a type no event has
             };
             let leaves = crate::events::select_leaves(&store, &filter);
-            leaf_rows::send(leaves, &filter, &columns, &schema, &tx);
+            let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
+            leaf_rows::send(leaves, &filter, &needles, &columns, &schema, &tx);
         })
     }
 }

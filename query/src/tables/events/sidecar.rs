@@ -74,7 +74,7 @@ impl TableProvider for SidecarTable {
         let bounds = EventBounds::from_filters(filters);
         let parts = state.config().target_partitions().max(1);
         let scan = ChunkScan::new(self.store.clone(), columns, &schema, &bounds, parts)?;
-        let rows = scan.rows() + scan.tail();
+        let rows = scan.matching() + scan.tail();
         let exec =
             StreamingTableExec::try_new(schema, scan.partitions(), None, vec![], false, limit)?;
         Ok(Estimated::wrap(Arc::new(exec), rows))
