@@ -4,8 +4,11 @@
 //! by the store's derived cluster/type-by-time indexes), bounds on `time`
 //! (the same indexes are ordered by valid time) and bounds on `index`
 //! (a range of the log); bounds on `recorded_at` only skip column chunks
-//! (see [`crate::tables::events`]). Every pushed filter is reported `Inexact`, so
-//! DataFusion still applies it: the scan may return more, never less.
+//! (see [`crate::tables::events`]), `type IN (…)` narrows the rows a chunk
+//! read keeps, and `json_get_str(data, …, 'key') = 'value'` gives bytes a
+//! leaf must contain to be parsed at all. Every pushed filter is reported
+//! `Inexact`, so DataFusion still applies it: the scan may return more,
+//! never less.
 
 use annal_schemas::{EventType, Timestamp};
 use datafusion::common::ScalarValue;
