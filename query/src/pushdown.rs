@@ -39,7 +39,7 @@ pub struct EventBounds {
     /// System time before (only skips column chunks).
     pub recorded_until: Option<Timestamp>,
     /// Bytes every matching leaf contains, from `json_get_str(data, …,
-    /// 'key') = 'value'` ([`data_needle`]): a read of the leaves skips the
+    /// 'key') = 'value'` (see `data_needle`): a read of the leaves skips the
     /// others before parsing them.
     pub needles: Vec<Vec<u8>>,
 }
