@@ -112,6 +112,10 @@ impl EventBounds {
     }
 
     fn add(&mut self, expr: &Expr) {
+        if let Some(needle) = data_needle(expr) {
+            self.needles.push(needle);
+            return;
+        }
         match expr {
             Expr::BinaryExpr(BinaryExpr {
                 left,
@@ -121,9 +125,7 @@ impl EventBounds {
                 self.add(left);
                 self.add(right);
             }
-            Expr::BinaryExpr(BinaryExpr { left, op, right })
-                if *op != Operator::Or && data_needle(expr).is_none() =>
-            {
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) if *op != Operator::Or => {
                 let (column, op, value) = match (column_name(left), column_name(right)) {
                     (Some(c), None) => (c, *op, right.as_ref()),
                     (None, Some(c)) => match op.swap() {
@@ -139,9 +141,6 @@ impl EventBounds {
                     self.compare(c, Operator::GtEq, &between.low);
                     self.compare(c, Operator::LtEq, &between.high);
                 }
-            }
-            _ if data_needle(expr).is_some() => {
-                self.needles.extend(data_needle(expr));
             }
             _ => {
                 if let Some(list) = type_list(expr) {

@@ -31,11 +31,6 @@ pub struct Keep {
 }
 
 impl Keep {
-    /// Whether every row is kept.
-    pub fn is_all(&self) -> bool {
-        *self == Keep::default()
-    }
-
     /// The reader's row filter: the most selective column first (a
     /// cluster is one of many; a type one of a dozen; a time bound that
     /// reaches into a chunk cuts it once).

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use annal_store::columns::{ColumnChunk, Keep};
+use annal_store::columns::ColumnChunk;
 use annal_store::Store;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -120,7 +120,6 @@ impl ChunkScan {
                     sidecar: self.sidecar.clone(),
                     schema: self.schema.clone(),
                     bounds: self.bounds.clone(),
-                    keep: self.bounds.keep(),
                 }) as Arc<dyn PartitionStream>
             })
             .collect()
@@ -138,9 +137,6 @@ struct Part {
     sidecar: Vec<usize>,
     schema: SchemaRef,
     bounds: EventBounds,
-    /// The rows of a chunk the bounds can match: the reader decodes the
-    /// projected columns of those rows only.
-    keep: Keep,
 }
 
 impl std::fmt::Debug for Part {
@@ -162,7 +158,9 @@ impl PartitionStream for Part {
         let store = self.store.clone();
         let chunks = self.chunks.clone();
         let tail = self.tail;
-        let keep = self.keep.clone();
+        // The rows of a chunk the bounds can match: the reader decodes
+        // the projected columns of those rows only.
+        let keep = self.bounds.keep();
         let schema = self.schema.clone();
         // Always read one column: a `count(*)` projects none, but its
         // batches must still say how many rows they hold.
