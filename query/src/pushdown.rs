@@ -6,7 +6,8 @@
 //! (a range of the log); bounds on `recorded_at` only skip column chunks
 //! (see [`crate::tables::events`]), `type IN (…)` narrows the rows a chunk
 //! read keeps, and `json_get_str(data, …, 'key') = 'value'` gives bytes a
-//! leaf must contain to be parsed at all. Every pushed filter is reported
+//! leaf must contain to be parsed at all (for `'metadata', 'name'`, also
+//! the name hash a chunk read keeps). Every pushed filter is reported
 //! `Inexact`, so DataFusion still applies it: the scan may return more,
 //! never less.
 
@@ -42,6 +43,10 @@ pub struct EventBounds {
     /// 'key') = 'value'` (see `data_needle`): a read of the leaves skips the
     /// others before parsing them.
     pub needles: Vec<Vec<u8>>,
+    /// `json_get_str(data, 'metadata', 'name') = …`: column chunk reads
+    /// keep only the rows of that name's hash, and a scan that needs the
+    /// leaves reads only theirs.
+    pub name: Option<String>,
 }
 
 impl EventBounds {
@@ -84,6 +89,7 @@ impl EventBounds {
     /// The rows a column chunk read keeps under these bounds.
     pub fn keep(&self) -> annal_store::columns::Keep {
         annal_store::columns::Keep {
+            name: self.name.clone(),
             cluster: self.cluster.clone(),
             types: self.possible_types(),
             since: self.since.map(|t| t.unix_micros()),
@@ -112,8 +118,11 @@ impl EventBounds {
     }
 
     fn add(&mut self, expr: &Expr) {
-        if let Some(needle) = data_needle(expr) {
-            self.needles.push(needle);
+        if let Some((path, value)) = data_equality(expr) {
+            if path == [Some("metadata".into()), Some("name".into())] {
+                self.name = Some(value.clone());
+            }
+            self.needles.extend(data_needle(&path, &value));
             return;
         }
         match expr {
@@ -275,12 +284,9 @@ fn narrow(since: &mut Option<Timestamp>, until: &mut Option<Timestamp>, op: Oper
     }
 }
 
-/// `"key":"value"` for `json_get_str(data, …, 'key') = 'value'`: the
-/// canonical text of a leaf whose `data` has that string at that path
-/// holds those bytes (RFC 8785 puts no space around the colon and writes
-/// printable ASCII as it is). Keys or values with characters it could
-/// escape (quotes, backslashes, controls) or outside ASCII give none.
-fn data_needle(e: &Expr) -> Option<Vec<u8>> {
+/// `json_get_str(data, path…) = 'value'` (either way round) as its path
+/// (keys; `None` for an array position or an expression) and value.
+fn data_equality(e: &Expr) -> Option<(Vec<Option<String>>, String)> {
     let Expr::BinaryExpr(BinaryExpr {
         left,
         op: Operator::Eq,
@@ -300,12 +306,21 @@ fn data_needle(e: &Expr) -> Option<Vec<u8>> {
     if column_name(first) != Some("data") {
         return None;
     }
-    let key = string_literal(path.last()?)?;
+    Some((path.iter().map(string_literal).collect(), value))
+}
+
+/// `"key":"value"` for the last key of a `data` equality: the canonical
+/// text of a leaf whose `data` has that string at that path holds those
+/// bytes (RFC 8785 puts no space around the colon and writes printable
+/// ASCII as it is). Keys or values with characters it could escape
+/// (quotes, backslashes, controls) or outside ASCII give none.
+fn data_needle(path: &[Option<String>], value: &str) -> Option<Vec<u8>> {
+    let key = path.last()?.as_ref()?;
     let plain = |s: &str| {
         s.bytes()
             .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
     };
-    (plain(&key) && plain(&value)).then(|| format!("\"{key}\":\"{value}\"").into_bytes())
+    (plain(key) && plain(value)).then(|| format!("\"{key}\":\"{value}\"").into_bytes())
 }
 
 /// The types of `type IN ('…', …)` or `type = '…' OR type = '…' …`.
@@ -464,6 +479,17 @@ mod tests {
                 br#""name":"web-1""#.to_vec(),
                 br#""kind":"Deployment""#.to_vec()
             ]
+        );
+        assert_eq!(needled.name.as_deref(), Some("web-1"));
+        let nested = EventBounds::from_filters(&[
+            json(&["spec", "metadata", "name"]).eq(lit("inner")),
+            json(&["name"]).eq(lit("top")),
+        ]);
+        assert_eq!(nested.name, None, "only data.metadata.name is the object's");
+        assert_eq!(
+            EventBounds::from_filters(&[json(&["metadata", "name"]).eq(lit("caf\u{e9}"))]).name,
+            Some("caf\u{e9}".into()),
+            "a name with no needle still has a hash"
         );
         assert!(!EventBounds::understands(&json(&["kind"]).not_eq(lit("x"))));
         assert!(!EventBounds::understands(&col("cluster").not_eq(lit("x"))));

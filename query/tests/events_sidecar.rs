@@ -180,6 +180,9 @@ fn needle_pairs() -> Vec<(String, String)> {
          AND json_get_str(data, 'kind') = 'ConfigMap' \
          AND json_get_str(data, 'metadata', 'namespace') = 'd' \
          AND json_get_str(data, 'metadata', 'name') = 'm5'",
+        "json_get_str(data, 'metadata', 'name') = 'm7' AND time >= '2026-11-01T12:00:00Z'",
+        "json_get_str(data, 'metadata', 'name') = 'nobody' OR cluster = 'c1'",
+        "json_get_str(data, 'metadata', 'name') = 'nobody'",
     ]
     .iter()
     .map(|p| {
@@ -363,6 +366,14 @@ fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
             .find(|l| l.contains("ProjectionExec"))
             .unwrap_or_else(|| panic!("{named}"));
         assert!(scan.contains("output_rows=1,"), "{named}");
+        // ... and it reads the leaves the chunks' name hashes choose, the
+        // chunks spread over partitions (the index scan is one).
+        let chosen = text(
+            &ctx,
+            &plan("SELECT id FROM events WHERE json_get_str(data, 'metadata', 'name') = 'm4'"),
+        )
+        .await;
+        assert!(chosen.contains("partition_sizes=2"), "{chosen}");
         // A join builds its hash table on the side the counts say is
         // smaller (the one revocation, and the 176 entries past the
         // chunks), not on every event.

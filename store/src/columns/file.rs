@@ -16,7 +16,7 @@ use parquet::file::reader::ChunkReader;
 use parquet::schema::types::ColumnPath;
 
 use super::keep::Keep;
-use super::{COLUMNS, SYNC_START};
+use super::{COLUMNS, NAME_HASH, SYNC_START};
 use crate::StoreError;
 
 /// Rows per batch a chunk is read in.
@@ -36,7 +36,8 @@ fn corrupt(what: impl std::fmt::Display) -> StoreError {
 /// (a cluster of 100 takes 7 bits a row either way) and its decoding was
 /// the largest cost of a scan of one cluster (14% of perf samples of
 /// credentials-after-t at 10M). The sync columns, mostly null and read by
-/// the `syncs` view only, keep zstd.
+/// the `syncs` view only, keep zstd. The name hash is four random bytes a
+/// row: stored plain, as nothing would make it smaller.
 pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
     let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(corrupt)?))
@@ -50,6 +51,11 @@ pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
                 .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED);
         }
     }
+    let name = ColumnPath::from(COLUMNS[NAME_HASH]);
+    props = props
+        .set_column_compression(name.clone(), Compression::UNCOMPRESSED)
+        .set_column_dictionary_enabled(name.clone(), false)
+        .set_column_encoding(name, Encoding::PLAIN);
     let mut writer =
         ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props.build())).map_err(corrupt)?;
     writer.write(batch).map_err(corrupt)?;

@@ -1,25 +1,31 @@
-//! Which rows a chunk read keeps: a scan's cluster, type and valid-time
-//! bounds, evaluated inside the Parquet reader (a row filter), so that the
-//! other projected columns are decoded only for the rows that pass.
+//! Which rows a chunk read keeps: a scan's object name, cluster, type and
+//! valid-time bounds, evaluated inside the Parquet reader (a row filter),
+//! so that the other projected columns are decoded only for the rows that
+//! pass.
 //!
 //! A scan of one cluster in a fleet of a hundred used to decode every
 //! projected string of every row of a surviving chunk (chunks hold every
 //! cluster) and let DataFusion drop 99% of them: the filter reads the
-//! `cluster` column first, and the rest only where it matched.
+//! `cluster` column first, and the rest only where it matched. A name
+//! bound goes before it: four bytes a row, and it keeps a handful.
 
-use arrow_array::{Array, BooleanArray, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow_array::{
+    Array, BooleanArray, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array,
+};
 use arrow_schema::ArrowError;
 use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
 use parquet::arrow::ProjectionMask;
 use parquet::schema::types::SchemaDescriptor;
 
-use super::COLUMNS;
+use super::{COLUMNS, NAME_HASH};
 
 /// The rows of a chunk a scan can use. Each bound is a conjunct; `None`
 /// keeps every row. Rows it drops are rows the scan's own filter would
 /// drop (the caller applies that filter again, so keeping more is safe).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Keep {
+    /// `data.metadata.name = …` (by its hash, [`super::name`]).
+    pub name: Option<String>,
     /// `cluster = …`.
     pub cluster: Option<String>,
     /// `type IN (…)` (one for `type = …`).
@@ -31,11 +37,20 @@ pub struct Keep {
 }
 
 impl Keep {
-    /// The reader's row filter: the most selective column first (a
-    /// cluster is one of many; a type one of a dozen; a time bound that
-    /// reaches into a chunk cuts it once).
+    /// The reader's row filter: the most selective column first (a name
+    /// is one object's; a cluster one of many; a type one of a dozen; a
+    /// time bound that reaches into a chunk cuts it once).
     pub(crate) fn row_filter(&self, schema: &SchemaDescriptor) -> Option<RowFilter> {
         let mut predicates: Vec<Box<dyn ArrowPredicate>> = Vec::new();
+        if let Some(name) = &self.name {
+            let hash = super::name::hash(name);
+            let mask = ProjectionMask::roots(schema, [NAME_HASH]);
+            predicates.push(Box::new(ArrowPredicateFn::new(mask, move |b| {
+                Ok(BooleanArray::from_unary(column::<UInt32Array>(&b)?, |h| {
+                    h == hash
+                }))
+            })));
+        }
         if let Some(cluster) = self.cluster.clone() {
             predicates.push(strings(schema, "cluster", move |v| v == cluster));
         }
@@ -49,14 +64,9 @@ impl Keep {
             let mask = ProjectionMask::roots(schema, [position("time")]);
             predicates.push(Box::new(ArrowPredicateFn::new(mask, move |b| {
                 let times = column::<TimestampMicrosecondArray>(&b)?;
-                Ok(times
-                    .iter()
-                    .map(|t| {
-                        Some(t.is_some_and(|t| {
-                            since.is_none_or(|s| t >= s) && until.is_none_or(|u| t < u)
-                        }))
-                    })
-                    .collect())
+                Ok(BooleanArray::from_unary(times, |t| {
+                    since.is_none_or(|s| t >= s) && until.is_none_or(|u| t < u)
+                }))
             })));
         }
         (!predicates.is_empty()).then(|| RowFilter::new(predicates))
@@ -71,11 +81,12 @@ fn strings(
 ) -> Box<dyn ArrowPredicate> {
     let mask = ProjectionMask::roots(schema, [position(name)]);
     Box::new(ArrowPredicateFn::new(mask, move |b| {
-        let values = column::<StringArray>(&b)?;
-        Ok(values
-            .iter()
-            .map(|v| Some(v.is_some_and(&matches)))
-            .collect::<BooleanArray>())
+        // Built a word at a time (an iterator of `Option<bool>` cost more
+        // than the comparisons); a null stays null, which no filter keeps.
+        Ok(BooleanArray::from_unary(
+            column::<StringArray>(&b)?,
+            &matches,
+        ))
     }))
 }
 

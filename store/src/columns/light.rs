@@ -52,6 +52,7 @@ pub(crate) fn fields(bytes: &[u8]) -> Result<Fields, StoreError> {
                 .as_ref()
                 .filter(|_| v.event_type == EventType::AppSync)
                 .map(|d| Box::new(Sync::of(d))),
+            name: super::name::of_text(v.data),
         },
     })
 }

@@ -48,9 +48,10 @@ pub struct ColumnChunk {
     pub layout: u32,
 }
 
-/// The sidecar's layout: 2 added the `app.sync` fields. A chunk of another
-/// layout is read from the leaves until the writer writes it again.
-pub const LAYOUT: u32 = 2;
+/// The sidecar's layout: 2 added the `app.sync` fields, 3 the hash of the
+/// object's name. A chunk of another layout is read from the leaves until
+/// the writer writes it again.
+pub const LAYOUT: u32 = 3;
 
 fn layout_1() -> u32 {
     1

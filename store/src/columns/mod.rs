@@ -1,8 +1,10 @@
 //! The columnar sidecar under `DATA/columns/`: the envelope's top-level
-//! fields (index, times, type, cluster, source, actor, app) of every entry,
-//! in Parquet chunks of [`CHUNK_ROWS`] entries, so that a full scan of the
-//! `events` table reads a few compressed columns instead of parsing every
-//! leaf's JSON, and skips chunks by their time ranges and counts.
+//! fields (index, times, type, cluster, source, actor, app) of every entry
+//! and a hash of its object's name, in Parquet chunks of [`CHUNK_ROWS`]
+//! entries, so that a full scan of the `events` table reads a few
+//! compressed columns instead of parsing every leaf's JSON, skips chunks
+//! by their time ranges and counts, and finds one object's entries
+//! without reading the others' leaves.
 //!
 //! Like every index it is a cache of the leaves, with one invariant:
 //! **a chunk is read only if its file's BLAKE3 is the one its manifest
@@ -17,6 +19,7 @@ mod file;
 mod keep;
 mod light;
 pub(crate) mod manifest;
+pub mod name;
 mod row;
 mod seal;
 mod sync;
@@ -31,7 +34,7 @@ use arrow_array::RecordBatch;
 pub use keep::Keep;
 pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
-pub use row::{app_of, app_of_data, has_app, schema, COLUMNS, SYNC_START};
+pub use row::{app_of, app_of_data, has_app, schema, COLUMNS, NAME_HASH, SYNC_START};
 use seal::Sealer;
 
 use crate::leaves::Segments;

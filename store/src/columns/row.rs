@@ -12,14 +12,15 @@ use std::sync::Arc;
 
 use annal_schemas::{Envelope, EventType, Timestamp};
 use arrow_array::builder::{
-    ArrayBuilder, StringBuilder, TimestampMicrosecondBuilder, UInt64Builder,
+    ArrayBuilder, StringBuilder, TimestampMicrosecondBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// The sidecar's columns, in file order: the envelope's (named as the
-/// `events` table names them), then the syncs' (from [`SYNC_START`]).
-pub const COLUMNS: [&str; 24] = [
+/// `events` table names them), then the syncs' (from [`SYNC_START`]),
+/// then the hash of the object's name ([`NAME_HASH`], see [`super::name`]).
+pub const COLUMNS: [&str; 25] = [
     "index",
     "recorded_at",
     "time",
@@ -44,10 +45,14 @@ pub const COLUMNS: [&str; 24] = [
     "sync_api_requests",
     "sync_api_throttled",
     "sync_applied_bytes",
+    "name_hash",
 ];
 
 /// Where the sync columns start in [`COLUMNS`].
 pub const SYNC_START: usize = 12;
+
+/// Where the name hash is in [`COLUMNS`] (after the sync columns).
+pub const NAME_HASH: usize = 24;
 
 /// The Arrow schema of a chunk.
 pub fn schema() -> SchemaRef {
@@ -63,7 +68,8 @@ pub fn schema() -> SchemaRef {
             .iter()
             .map(|c| Field::new(*c, DataType::Utf8, true)),
     );
-    fields.extend(sync::fields(&COLUMNS[SYNC_START..]));
+    fields.extend(sync::fields(&COLUMNS[SYNC_START..NAME_HASH]));
+    fields.push(Field::new(COLUMNS[NAME_HASH], DataType::UInt32, false));
     Arc::new(Schema::new(fields))
 }
 
@@ -80,6 +86,9 @@ pub(crate) struct Row {
     pub(crate) app: Option<String>,
     /// An `app.sync` entry's fields (boxed: most rows have none).
     pub(crate) sync: Option<Box<Sync>>,
+    /// The hash of `data.metadata.name` ([`super::name`]; `None` is
+    /// stored as [`super::name::NONE`]).
+    pub(crate) name: Option<u32>,
 }
 
 impl Row {
@@ -96,6 +105,7 @@ impl Row {
             credential: field(|a| &a.credential),
             app: app_of(event),
             sync: (event.event_type == EventType::AppSync).then(|| Box::new(Sync::of(&event.data))),
+            name: super::name::of_value(&event.data),
         }
     }
 }
@@ -133,6 +143,7 @@ pub(crate) struct Rows {
     event_type: StringBuilder,
     text: [StringBuilder; 8],
     sync: sync::Builders,
+    name: UInt32Builder,
     pub(crate) stats: Stats,
 }
 
@@ -177,6 +188,7 @@ impl Rows {
             event_type: StringBuilder::new(),
             text: std::array::from_fn(|_| StringBuilder::new()),
             sync: sync::Builders::new(),
+            name: UInt32Builder::new(),
             stats: Stats::default(),
         }
     }
@@ -219,6 +231,8 @@ impl Rows {
             b.append_option(v);
         }
         self.sync.push(row.sync.as_deref());
+        self.name
+            .append_value(row.name.unwrap_or(super::name::NONE));
         widen(&mut self.stats.time, t);
         widen(&mut self.stats.recorded, rec);
         if let Some(c) = cluster {
@@ -244,6 +258,7 @@ impl Rows {
                 .map(|b| Arc::new(b.finish()) as ArrayRef),
         );
         arrays.extend(self.sync.finish());
+        arrays.push(Arc::new(self.name.finish()));
         Ok((RecordBatch::try_new(schema(), arrays)?, self.stats))
     }
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use annal_schemas::Envelope;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{TimestampMicrosecondType, UInt64Type};
+use arrow_array::types::{TimestampMicrosecondType, UInt32Type, UInt64Type};
 use arrow_array::Array;
 use proptest::prelude::*;
 
@@ -12,7 +12,8 @@ use super::{Keep, COLUMNS};
 use crate::Store;
 
 /// One row as the sidecar holds it: index, recorded_at, time, type, the
-/// optional text columns, and the sync columns (as text).
+/// optional text columns, the sync columns (as text), and the object's
+/// name (the hash the sidecar holds of it is compared).
 type Model = (
     u64,
     i64,
@@ -20,6 +21,7 @@ type Model = (
     String,
     Vec<Option<String>>,
     Vec<Option<String>>,
+    Option<u32>,
 );
 
 fn event(n: u64) -> Envelope {
@@ -132,6 +134,10 @@ fn expected(store: &Store) -> Vec<Model> {
                     app,
                 ],
                 sync,
+                d.get("metadata")
+                    .and_then(|m| m.get("name"))
+                    .and_then(|n| n.as_str())
+                    .map(super::name::hash),
             )
         })
         .collect()
@@ -173,6 +179,11 @@ fn in_chunks_keeping(store: &Store, keep: &Keep) -> (Vec<Model>, u64) {
                     text(3).unwrap(),
                     (4..12).map(text).collect(),
                     (12..24).map(|c| sync_text(b.column(c), i)).collect(),
+                    {
+                        let a = b.column(24).as_primitive::<UInt32Type>();
+                        assert_eq!(a.null_count(), 0);
+                        Some(a.value(i)).filter(|h| *h != super::name::NONE)
+                    },
                 ));
             }
         }
@@ -263,9 +274,13 @@ proptest! {
 
 /// The model of [`Keep`]: the row passes every bound it sets.
 fn kept(keep: &Keep, row: &Model) -> bool {
-    keep.cluster
+    keep.name
         .as_ref()
-        .is_none_or(|c| row.4[0].as_ref() == Some(c))
+        .is_none_or(|n| row.6 == Some(super::name::hash(n)))
+        && keep
+            .cluster
+            .as_ref()
+            .is_none_or(|c| row.4[0].as_ref() == Some(c))
         && keep.types.as_ref().is_none_or(|t| t.contains(&row.3))
         && keep.since.is_none_or(|s| row.2 >= s)
         && keep.until.is_none_or(|u| row.2 < u)
@@ -287,12 +302,14 @@ fn keep() -> impl Strategy<Value = Keep> {
         micros("2026-11-03T10:00:00Z"),
     ];
     (
+        proptest::option::of(proptest::sample::select(vec!["m2", "m6", "m10", "m3"])),
         proptest::option::of(0u8..4),
         proptest::option::of(proptest::sample::subsequence(types.to_vec(), 0..3)),
         proptest::option::of(proptest::sample::select(times.clone())),
         proptest::option::of(proptest::sample::select(times)),
     )
-        .prop_map(|(cluster, types, since, until)| Keep {
+        .prop_map(|(name, cluster, types, since, until)| Keep {
+            name: name.map(str::to_string),
             cluster: cluster.map(|c| format!("c{c}")),
             types: types.map(|t| t.into_iter().map(str::to_string).collect()),
             since,

@@ -16,6 +16,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use tokio::sync::mpsc::Sender;
 
+use super::named::NamedPart;
 use crate::pushdown::EventBounds;
 
 /// What a sidecar scan reads.
@@ -92,22 +93,29 @@ impl ChunkScan {
         self.chunks.iter().map(|c| matching_rows(c, &indexed)).sum()
     }
 
-    /// The scan as `parts` partitions: chunks dealt round-robin, the tail
-    /// to the last one.
-    pub(crate) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
+    /// The chunks dealt round-robin over at most `parts` partitions, and
+    /// the entries past them (within the index bounds), which the last
+    /// partition reads.
+    fn dealt(&self) -> (Vec<Vec<ColumnChunk>>, Option<(u64, u64)>) {
         let parts = self.parts.min(self.chunks.len() + 1).max(1);
         let mut dealt: Vec<Vec<ColumnChunk>> = vec![Vec::new(); parts];
-        for (i, c) in self.chunks.into_iter().enumerate() {
-            dealt[i % parts].push(c);
+        for (i, c) in self.chunks.iter().enumerate() {
+            dealt[i % parts].push(c.clone());
         }
         let size = self.store.size();
         let from = self.covered.max(self.bounds.from_index);
         let to = self.bounds.to_index.map_or(size, |t| t.min(size));
-        let tail = (from < to).then_some((from, to));
+        (dealt, (from < to).then_some((from, to)))
+    }
+
+    /// The scan as partitions: chunks dealt round-robin, the tail to the
+    /// last one.
+    pub(crate) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
+        let (dealt, tail) = self.dealt();
         let mut read = self.sidecar.clone();
         read.sort_unstable();
         read.dedup();
-        let last = parts - 1;
+        let last = dealt.len() - 1;
         dealt
             .into_iter()
             .enumerate()
@@ -120,6 +128,33 @@ impl ChunkScan {
                     sidecar: self.sidecar.clone(),
                     schema: self.schema.clone(),
                     bounds: self.bounds.clone(),
+                }) as Arc<dyn PartitionStream>
+            })
+            .collect()
+    }
+
+    /// The scan of the leaves the chunks choose by the bounds' object name
+    /// ([`super::named`]), as partitions: `columns` are positions in the
+    /// `events` schema, and each partition stops at `limit`.
+    pub(crate) fn named_partitions(
+        self,
+        columns: &[usize],
+        limit: Option<usize>,
+    ) -> Vec<Arc<dyn PartitionStream>> {
+        let (dealt, tail) = self.dealt();
+        let last = dealt.len() - 1;
+        dealt
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunks)| {
+                Arc::new(NamedPart {
+                    store: self.store.clone(),
+                    chunks,
+                    tail: if i == last { tail } else { None },
+                    bounds: self.bounds.clone(),
+                    columns: columns.to_vec(),
+                    schema: self.schema.clone(),
+                    limit,
                 }) as Arc<dyn PartitionStream>
             })
             .collect()

@@ -7,12 +7,14 @@
 //! the last chunk ([`chunks`]). When it needs `id` or `data`, or when a
 //! `cluster`/`type` filter matches few rows, it reads the entries through
 //! the store's indexes ([`crate::events::select_leaves`], as the CLI lists
-//! events) and decodes them ([`leaf_rows`]). Either way the scan runs on
-//! blocking threads that send Arrow batches through two-slot channels, so
-//! memory holds a few batches, never the log.
+//! events) and decodes them ([`leaf_rows`]), unless it names an object:
+//! then the chunks' name hashes choose the leaves to read ([`named`]).
+//! Either way the scan runs on blocking threads that send Arrow batches
+//! through two-slot channels, so memory holds a few batches, never the log.
 
 mod chunks;
 mod leaf_rows;
+mod named;
 pub(crate) mod sidecar;
 
 use std::sync::Arc;
@@ -135,8 +137,15 @@ impl TableProvider for EventsTable {
             // the matching entries are decoded (the tail either way).
             && ((bounds.cluster.is_none() && bounds.event_type.is_none())
                 || chunks.matching_in_indexes().saturating_mul(INDEX_SELECTIVITY) >= chunks.rows());
+        // A scan that needs the leaves of one object's entries reads the
+        // ones the chunks' name hashes choose.
+        let named = sidecar.is_none() && bounds.name.is_some() && chunks.covered > 0;
         let tail = chunks.tail();
         let (partitions, rows): (Vec<Arc<dyn PartitionStream>>, u64) = match through_chunks {
+            _ if named => {
+                let rows = chunks.matching() + tail;
+                (chunks.named_partitions(&columns, limit), rows)
+            }
             true => {
                 // Chunk reads keep only the rows the bounds match.
                 let rows = chunks.matching() + tail;

@@ -1,0 +1,114 @@
+//! A scan that needs the leaves (`id` or `data`) of one object's entries:
+//! `json_get_str(data, 'metadata', 'name') = …` with any other bounds.
+//! The column chunks say which entries can match (their name hash, and
+//! the cluster, type and time bounds, [`annal_store::columns::Keep`]) and
+//! only those leaves are read: "who changed this object" reads about ten
+//! leaves instead of every leaf of its cluster. Entries past the last
+//! chunk, and a chunk whose file the store refuses, are read from the
+//! leaves whole, as the index scan reads them.
+
+use std::sync::Arc;
+
+use annal_store::columns::ColumnChunk;
+use annal_store::{RawLeaf, Store, StoreError};
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion::physical_plan::SendableRecordBatchStream;
+
+use super::leaf_rows;
+use crate::pushdown::EventBounds;
+
+/// One partition of a named scan.
+pub(super) struct NamedPart {
+    pub(super) store: Arc<Store>,
+    pub(super) chunks: Vec<ColumnChunk>,
+    /// Entries past the chunks, read whole.
+    pub(super) tail: Option<(u64, u64)>,
+    pub(super) bounds: EventBounds,
+    /// The projected columns (positions in the `events` schema).
+    pub(super) columns: Vec<usize>,
+    pub(super) schema: SchemaRef,
+    pub(super) limit: Option<usize>,
+}
+
+impl std::fmt::Debug for NamedPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamedScan")
+            .field("chunks", &self.chunks.len())
+            .field("tail", &self.tail)
+            .field("bounds", &self.bounds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for NamedPart {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let store = self.store.clone();
+        let chunks = self.chunks.clone();
+        let tail = self.tail;
+        let keep = self.bounds.keep();
+        let filter = self.bounds.to_filter().map(|mut f| {
+            f.limit = self.limit;
+            f
+        });
+        let needles = self.bounds.needles.clone();
+        let columns = self.columns.clone();
+        let schema = self.schema.clone();
+        super::super::stream::blocking(self.schema.clone(), move |tx| {
+            let Some(filter) = filter else {
+                return; // a type no event has
+            };
+            let store = &*store;
+            let chosen = chunks.iter().flat_map(|chunk| {
+                let leaves: Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> =
+                    match store.read_column_chunk(chunk, &[0], &keep) {
+                        Ok(Some(batches)) => Box::new(batches.flat_map(|b| indexed(store, b))),
+                        // Refused (damaged): every leaf of the chunk.
+                        Ok(None) => store.leaves(chunk.start, chunk.end()),
+                        Err(e) => Box::new(std::iter::once(Err(e))),
+                    };
+                leaves
+            });
+            let rest = tail
+                .into_iter()
+                .flat_map(|(from, to)| store.leaves(from, to));
+            let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
+            leaf_rows::send(
+                chosen.chain(rest),
+                &filter,
+                &needles,
+                &columns,
+                &schema,
+                &tx,
+            );
+        })
+    }
+}
+
+/// The leaves of the entries a chunk read kept (its `index` column).
+fn indexed(
+    store: &Store,
+    batch: Result<RecordBatch, StoreError>,
+) -> Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> {
+    let batch = match batch {
+        Ok(b) => b,
+        Err(e) => return Box::new(std::iter::once(Err(e))),
+    };
+    let Some(indexes) = batch.column(0).as_primitive_opt::<UInt64Type>() else {
+        let e = StoreError::Corrupt("a column chunk's index is not UInt64".into());
+        return Box::new(std::iter::once(Err(e)));
+    };
+    let indexes = indexes.values().to_vec();
+    Box::new(indexes.into_iter().map(move |ix| {
+        store
+            .leaf_bytes(ix)?
+            .map(|bytes| (ix, bytes))
+            .ok_or_else(|| StoreError::Corrupt(format!("a column chunk names missing entry {ix}")))
+    }))
+}
