@@ -11,7 +11,7 @@ use annal_schemas::{Envelope, Timestamp};
 use crate::canonical::{self, PreparedEvent};
 use crate::checkpoint::{sign_note, Checkpoint, NoteSigner, NoteVerifier};
 use crate::columns::{ChunkBatches, ColumnChunk, Columns};
-use crate::index::versions::ClusterVersions;
+use crate::index::versions::{ClusterVersions, Span};
 use crate::index::{Compaction, Facts, Indexes, Opened, ScanKey};
 use crate::keys;
 use crate::layout::{self, DataDir};
@@ -1016,10 +1016,12 @@ impl Store {
             )),
             Opened::Created if w.frontier.size() > 0 => Some("no indexes".to_string()),
             _ => {
-                owned
-                    .keys
-                    .damaged_files()?
-                    .map(|damage| format!("a version file lost committed bytes ({damage})"))
+                let damage = owned.keys.damaged_files()?;
+                if damage.is_none() {
+                    // A ledger from before zone maps gets them here, once.
+                    owned.keys.complete_zones()?;
+                }
+                damage.map(|damage| format!("a version file lost committed bytes ({damage})"))
             }
         };
         if let Some(reason) = reason {
@@ -1140,14 +1142,25 @@ impl Store {
     /// A consistent copy of one cluster's object versions (see
     /// [`ClusterVersions::live_at`]); `None` when the cluster has none.
     pub fn cluster_versions(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
+        self.cluster_versions_in(cluster, Span::All)
+    }
+
+    /// One cluster's object versions, as much of them as `span` asks for:
+    /// a scan bounded on valid time that needs neither ends nor details
+    /// reads only the zones of rows that can start in its range.
+    pub fn cluster_versions_in(
+        &self,
+        cluster: &str,
+        span: Span,
+    ) -> Result<Option<ClusterVersions>, StoreError> {
         match &self.hold {
             Hold::Owned(owned) => {
                 self.keys_current()?;
-                owned.keys.cluster_versions(cluster)
+                owned.keys.cluster_versions(cluster, span)
             }
             Hold::View(view) => view
                 .cluster(&self.dir.versions(), cluster)
-                .map(|(dir, meta)| crate::index::versions::read_cluster(&dir, cluster, &meta))
+                .map(|(dir, meta)| crate::index::versions::read_cluster(&dir, cluster, &meta, span))
                 .transpose(),
         }
     }

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use annal_schemas::ownership;
+use annal_store::versions::Span;
 use annal_store::Store;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -112,8 +113,26 @@ impl TableProvider for ObjectsTable {
                     | "index"
             )
         });
+        // A scan bounded on `valid_from` that needs neither `valid_to` nor
+        // details reads only the zones of rows that can start in its range
+        // (rows are appended nearly in valid-time order; a day of a month
+        // reads a few zones of each cluster, not all its rows).
+        let span = match (since, until) {
+            (None, None) => Span::All,
+            _ if needs_details
+                || columns
+                    .iter()
+                    .any(|&c| self.schema.field(c).name() == "valid_to") =>
+            {
+                Span::All
+            }
+            (since, until) => Span::Starting {
+                since: since.unwrap_or(i64::MIN),
+                until: until.unwrap_or(i64::MAX),
+            },
+        };
         let produce: cluster_scan::Producer = Arc::new(move |store: &Store, cluster: &str| {
-            let Some(versions) = store.cluster_versions(cluster)? else {
+            let Some(versions) = store.cluster_versions_in(cluster, span)? else {
                 return Ok(Vec::new());
             };
             let mut batch = Batch::new(Shape::Versions, &columns);

@@ -45,7 +45,7 @@ pub(crate) use mark::ClusterMark;
 use mark::Mark;
 pub(crate) use mark::LAYOUT as MARK_LAYOUT;
 use runs::{Buffered, Reads};
-use versions::{ClusterVersions, NewVersion, VersionIndex};
+use versions::{ClusterVersions, NewVersion, Span, VersionIndex};
 
 /// Keyspaces only older layouts have: the mark and the clusters' file
 /// lengths, which layout 3 keeps in the mark file.
@@ -443,12 +443,20 @@ impl Indexes {
         self.versions.snapshot()
     }
 
-    /// A consistent copy of one cluster's object versions.
+    /// A consistent copy of one cluster's object versions, as much as
+    /// `span` asks for.
     pub(crate) fn cluster_versions(
         &self,
         cluster: &str,
+        span: Span,
     ) -> Result<Option<ClusterVersions>, StoreError> {
-        self.versions.cluster(cluster)
+        self.versions.cluster(cluster, span)
+    }
+
+    /// Completes the version files' zone maps (see
+    /// [`VersionIndex::complete_zones`]).
+    pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {
+        self.versions.complete_zones()
     }
 
     /// Moves the mark only on close from now on (tests: the indexes as a

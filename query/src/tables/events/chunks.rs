@@ -93,37 +93,36 @@ impl ChunkScan {
         self.chunks.iter().map(|c| matching_rows(c, &indexed)).sum()
     }
 
-    /// The chunks dealt round-robin over at most `parts` partitions, and
-    /// the entries past them (within the index bounds), which the last
-    /// partition reads.
-    fn dealt(&self) -> (Vec<Vec<ColumnChunk>>, Option<(u64, u64)>) {
+    /// The chunks dealt round-robin over at most `parts` partitions, the
+    /// entries past them (within the index bounds) to the last one.
+    fn dealt(&self) -> Vec<Dealt> {
         let parts = self.parts.min(self.chunks.len() + 1).max(1);
-        let mut dealt: Vec<Vec<ColumnChunk>> = vec![Vec::new(); parts];
+        let mut dealt: Vec<Dealt> = vec![Dealt::default(); parts];
         for (i, c) in self.chunks.iter().enumerate() {
-            dealt[i % parts].push(c.clone());
+            dealt[i % parts].chunks.push(c.clone());
         }
         let size = self.store.size();
         let from = self.covered.max(self.bounds.from_index);
         let to = self.bounds.to_index.map_or(size, |t| t.min(size));
-        (dealt, (from < to).then_some((from, to)))
+        if let Some(last) = dealt.last_mut() {
+            last.tail = (from < to).then_some((from, to));
+        }
+        dealt
     }
 
     /// The scan as partitions: chunks dealt round-robin, the tail to the
     /// last one.
     pub(crate) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
-        let (dealt, tail) = self.dealt();
         let mut read = self.sidecar.clone();
         read.sort_unstable();
         read.dedup();
-        let last = dealt.len() - 1;
-        dealt
+        self.dealt()
             .into_iter()
-            .enumerate()
-            .map(|(i, chunks)| {
+            .map(|Dealt { chunks, tail }| {
                 Arc::new(Part {
                     store: self.store.clone(),
                     chunks,
-                    tail: if i == last { tail } else { None },
+                    tail,
                     read: read.clone(),
                     sidecar: self.sidecar.clone(),
                     schema: self.schema.clone(),
@@ -141,16 +140,13 @@ impl ChunkScan {
         columns: &[usize],
         limit: Option<usize>,
     ) -> Vec<Arc<dyn PartitionStream>> {
-        let (dealt, tail) = self.dealt();
-        let last = dealt.len() - 1;
-        dealt
+        self.dealt()
             .into_iter()
-            .enumerate()
-            .map(|(i, chunks)| {
+            .map(|Dealt { chunks, tail }| {
                 Arc::new(NamedPart {
                     store: self.store.clone(),
                     chunks,
-                    tail: if i == last { tail } else { None },
+                    tail,
                     bounds: self.bounds.clone(),
                     columns: columns.to_vec(),
                     schema: self.schema.clone(),
@@ -159,6 +155,14 @@ impl ChunkScan {
             })
             .collect()
     }
+}
+
+/// One partition's share of a scan: chunks, and for the last partition
+/// the entries past them.
+#[derive(Clone, Default)]
+struct Dealt {
+    chunks: Vec<ColumnChunk>,
+    tail: Option<(u64, u64)>,
 }
 
 /// One partition of a sidecar scan.

@@ -1,13 +1,14 @@
-//! One cluster's files: rows, details and object names, only ever
-//! appended (in batches), and cut back to the committed lengths when
-//! reopened for writing.
+//! One cluster's files: rows, details, object names and the rows' zone
+//! map, only ever appended (in batches), and cut back to the committed
+//! lengths when reopened for writing.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::row::{self, VersionRow, WIDTH};
-use super::ObjectName;
+use super::zones::{self, Filling};
+use super::{ObjectName, Span};
 use crate::StoreError;
 
 /// The committed lengths of a cluster's files, recorded with each mark:
@@ -67,10 +68,16 @@ pub(crate) struct ClusterFiles {
     rows: NamedFile,
     details: NamedFile,
     objects: NamedFile,
+    zones: NamedFile,
     committed: ClusterMeta,
+    /// Bytes of the zones file written.
+    zones_len: u64,
+    /// The zone the next rows fall in.
+    filling: Filling,
     new_rows: Vec<u8>,
     new_details: Vec<u8>,
     new_objects: Vec<u8>,
+    new_zones: Vec<u8>,
     new_object_count: u32,
     /// Written since the last sync.
     unsynced: bool,
@@ -80,14 +87,20 @@ impl ClusterFiles {
     pub(crate) fn open(dir: &Path, committed: ClusterMeta) -> Result<ClusterFiles, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         let open = |name: &str, len: u64| NamedFile::open(dir.join(name), len);
+        let rows = open("rows", committed.rows * WIDTH as u64)?;
+        let zones_len = zones::complete(dir, committed.rows)?;
         Ok(ClusterFiles {
-            rows: open("rows", committed.rows * WIDTH as u64)?,
+            rows,
             details: open("details", committed.details_bytes)?,
             objects: open("objects", committed.objects_bytes)?,
+            zones: open("zones", zones_len)?,
             committed,
+            zones_len,
+            filling: zones::filling(dir, committed.rows)?,
             new_rows: Vec::new(),
             new_details: Vec::new(),
             new_objects: Vec::new(),
+            new_zones: Vec::new(),
             new_object_count: 0,
             unsynced: false,
         })
@@ -120,6 +133,9 @@ impl ClusterFiles {
     /// Adds a row.
     pub(crate) fn add_row(&mut self, r: &VersionRow) {
         r.encode(&mut self.new_rows);
+        if let Some(zone) = self.filling.add(r.from) {
+            zone.encode(&mut self.new_zones);
+        }
     }
 
     /// Writes what was added past the committed lengths (no sync: see
@@ -133,6 +149,9 @@ impl ClusterFiles {
         self.rows.write_at(&self.new_rows, c.rows * WIDTH as u64)?;
         self.details.write_at(&self.new_details, c.details_bytes)?;
         self.objects.write_at(&self.new_objects, c.objects_bytes)?;
+        // After the rows: a zone's record never precedes its rows.
+        self.zones.write_at(&self.new_zones, self.zones_len)?;
+        self.zones_len += self.new_zones.len() as u64;
         c.rows += (self.new_rows.len() / WIDTH) as u64;
         c.details_bytes += self.new_details.len() as u64;
         c.objects_bytes += self.new_objects.len() as u64;
@@ -141,6 +160,7 @@ impl ClusterFiles {
             &mut self.new_rows,
             &mut self.new_details,
             &mut self.new_objects,
+            &mut self.new_zones,
         ] {
             buffer.clear();
             buffer.shrink_to(KEPT_BUFFER_BYTES);
@@ -156,7 +176,7 @@ impl ClusterFiles {
         if !std::mem::take(&mut self.unsynced) {
             return Ok(None);
         }
-        for f in [&self.rows, &self.details, &self.objects] {
+        for f in [&self.rows, &self.details, &self.objects, &self.zones] {
             f.sync()?;
         }
         Ok(Some(self.committed))
@@ -177,20 +197,43 @@ pub(crate) struct Contents {
     pub(crate) details: Vec<u8>,
 }
 
-/// Reads a cluster's committed objects, rows and details.
-pub(crate) fn read(dir: &Path, meta: &ClusterMeta) -> Result<Contents, StoreError> {
+/// Reads a cluster's committed objects, and the rows and details `span`
+/// asks for.
+pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Contents, StoreError> {
     let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
-    let rows_bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
-    let mut rows: Vec<VersionRow> = rows_bytes
-        .chunks_exact(WIDTH)
-        .map(|c| {
+    let decode = |bytes: &[u8], rows: &mut Vec<VersionRow>| {
+        rows.extend(bytes.chunks_exact(WIDTH).map(|c| {
             let mut b = [0u8; WIDTH];
             b.copy_from_slice(c);
             VersionRow::decode(&b)
-        })
-        .collect();
-    row::fill_ends(&mut rows);
-    let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
+        }))
+    };
+    let mut rows = Vec::new();
+    let details = match span {
+        Span::All => {
+            let bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
+            rows.reserve_exact(meta.rows as usize);
+            decode(&bytes, &mut rows);
+            row::fill_ends(&mut rows);
+            read_prefix(&dir.join("details"), meta.details_bytes)?
+        }
+        Span::Starting { since, until } => {
+            let path = dir.join("rows");
+            let io = |e| StoreError::io(&path, e);
+            let ranges = zones::select(dir, meta.rows, since, until)?;
+            if !ranges.is_empty() {
+                let file = File::open(&path).map_err(io)?;
+                let mut bytes = Vec::new();
+                for r in ranges {
+                    bytes.resize(((r.end - r.start) * WIDTH as u64) as usize, 0);
+                    file.read_exact_at(&mut bytes, r.start * WIDTH as u64)
+                        .map_err(io)?;
+                    decode(&bytes, &mut rows);
+                }
+            }
+            Vec::new()
+        }
+    };
     let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
     let mut name_at = Vec::with_capacity(meta.objects as usize);
     let mut at = 0usize;
@@ -228,6 +271,8 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, StoreError> {
 /// both lengths), if one is: such files lost committed bytes and cannot be
 /// trusted.
 pub(crate) fn short_file(dir: &Path, meta: &ClusterMeta) -> Option<String> {
+    // The zones file is not here: it is derived, and a short one is
+    // completed, not a reason to distrust the others.
     let wanted = [
         ("rows", meta.rows * WIDTH as u64),
         ("details", meta.details_bytes),
@@ -247,7 +292,7 @@ pub(crate) fn short_file(dir: &Path, meta: &ClusterMeta) -> Option<String> {
 
 /// Syncs a cluster's files by path (files this process has not opened).
 pub(crate) fn sync_paths(dir: &Path) -> Result<(), StoreError> {
-    for name in ["rows", "details", "objects"] {
+    for name in ["rows", "details", "objects", "zones"] {
         let path = dir.join(name);
         match File::open(&path) {
             Ok(f) => f.sync_data().map_err(|e| StoreError::io(&path, e))?,
@@ -310,9 +355,155 @@ mod tests {
         }
         assert_eq!((meta.rows, meta.objects), (4096, 4096));
         assert_eq!(meta.details_bytes, 4096 * 300);
-        let versions = super::super::read_cluster(dir.path(), "c", &meta).unwrap();
+        let versions = super::super::read_cluster(dir.path(), "c", &meta, Span::All).unwrap();
         assert_eq!(versions.rows().len(), 4096);
         assert_eq!(versions.object(4095).unwrap().name, format!("{big}-4095"));
+    }
+
+    /// What happens to a cluster's files between two batches.
+    #[derive(Clone, Debug)]
+    enum Between {
+        /// Nothing: the writer goes on.
+        Continue,
+        /// The process stops and the files are reopened at the committed
+        /// lengths.
+        Reopen,
+        /// The batch was written but the process died before its mark:
+        /// reopened at the lengths before it (rows and zones past them
+        /// are on disk).
+        CrashBeforeMark,
+        /// The zones file is cut to this many bytes (or removed), then
+        /// reopened.
+        CutZones(Option<u64>),
+    }
+
+    fn between() -> impl Strategy<Value = Between> {
+        prop_oneof![
+            3 => Just(Between::Continue),
+            1 => Just(Between::Reopen),
+            1 => Just(Between::CrashBeforeMark),
+            1 => proptest::option::of(0u64..200).prop_map(Between::CutZones),
+        ]
+    }
+
+    /// Rows whose starts drift upwards with some noise, and some late by
+    /// far: zone maps must hold whatever the order.
+    fn batch() -> impl Strategy<Value = Vec<(u32, i64)>> {
+        proptest::collection::vec(
+            (0u32..40, -300i64..300, proptest::bool::weighted(0.02)),
+            0..700,
+        )
+        .prop_map(|rows| {
+            rows.into_iter()
+                .map(|(object, noise, far)| (object, if far { -100_000 } else { noise }))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        /// A read of the rows starting in a range, through the zone map,
+        /// holds every committed row that starts in it, in log order,
+        /// whatever crashes, reopenings and damage to the zones file came
+        /// between the batches; and it skips zones: a range no row meets
+        /// reads no more than the incomplete last zone.
+        #[test]
+        fn starting_reads_hold_every_row_in_range(
+            steps in proptest::collection::vec((batch(), between()), 1..8),
+            ranges in proptest::collection::vec((-2_000i64..12_000, 0i64..3_000), 1..6),
+            points in proptest::collection::vec(0.0f64..1.0, 4),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut meta = ClusterMeta::default();
+            let mut files = ClusterFiles::open(dir.path(), meta).unwrap();
+            // The committed rows: (object, start, index).
+            let mut model: Vec<(u32, i64, u64)> = Vec::new();
+            let mut objects = 0u32;
+            for (rows, then) in steps {
+                let before = (meta, model.len(), objects);
+                for (object, from) in rows {
+                    while objects <= object {
+                        files.add_object(&ObjectName {
+                            group: String::new(),
+                            kind: "ConfigMap".into(),
+                            namespace: "ns".into(),
+                            name: format!("o{objects}"),
+                        }).unwrap();
+                        objects += 1;
+                    }
+                    let index = model.len() as u64;
+                    let from = index as i64 * 10 + from;
+                    files.add_row(&VersionRow {
+                        object, flags: 0, from, to: i64::MAX, to_index: u64::MAX,
+                        index, rv: 0, details: 0,
+                    });
+                    model.push((object, from, index));
+                }
+                meta = files.write().unwrap();
+                files.sync().unwrap();
+                match then {
+                    Between::Continue => {}
+                    Between::Reopen => files = ClusterFiles::open(dir.path(), meta).unwrap(),
+                    Between::CrashBeforeMark => {
+                        (meta, objects) = (before.0, before.2);
+                        model.truncate(before.1);
+                        drop(files);
+                        files = ClusterFiles::open(dir.path(), meta).unwrap();
+                    }
+                    Between::CutZones(len) => {
+                        drop(files);
+                        let zones = dir.path().join("zones");
+                        match len {
+                            Some(len) => {
+                                let f = OpenOptions::new().write(true).open(&zones).unwrap();
+                                let on_disk = f.metadata().unwrap().len();
+                                f.set_len(len.min(on_disk)).unwrap();
+                            }
+                            None => std::fs::remove_file(&zones).unwrap(),
+                        }
+                        files = ClusterFiles::open(dir.path(), meta).unwrap();
+                    }
+                }
+            }
+            let all = read(dir.path(), &meta, Span::All).unwrap();
+            let all: Vec<(u32, i64, u64)> = all.rows.iter().map(|r| (r.object, r.from, r.index)).collect();
+            prop_assert_eq!(&all, &model);
+            // The zones file is exactly the model's complete zones.
+            let mut want = Vec::new();
+            for zone in model.chunks_exact(zones::ROWS as usize) {
+                let starts = zone.iter().map(|r| r.1);
+                let (least, greatest) = (starts.clone().min().unwrap(), starts.max().unwrap());
+                want.extend_from_slice(&least.to_le_bytes());
+                want.extend_from_slice(&greatest.to_le_bytes());
+            }
+            prop_assert_eq!(std::fs::read(dir.path().join("zones")).unwrap(), want);
+            // Ranges that begin or end exactly at a stored start, where a
+            // bound compared the wrong way shows.
+            let at_rows = points.iter().filter_map(|p| {
+                let r = model.get((p * model.len() as f64) as usize)?;
+                Some([(r.1, 1), (r.1 - 50, 51), (r.1 - 50, 50)])
+            });
+            let at_zone_ends = model
+                .chunks(zones::ROWS as usize)
+                .filter_map(|zone| zone.iter().map(|r| r.1).max())
+                .map(|greatest| (greatest, 1));
+            for (since, width) in ranges.into_iter().chain(at_rows.flatten()).chain(at_zone_ends) {
+                let until = since + width;
+                let got = read(dir.path(), &meta, Span::Starting { since, until }).unwrap();
+                let got: Vec<(u32, i64, u64)> = got.rows.iter().map(|r| (r.object, r.from, r.index)).collect();
+                prop_assert!(got.windows(2).all(|w| w[0].2 < w[1].2), "log order");
+                prop_assert!(got.iter().all(|r| model.get(r.2 as usize) == Some(r)));
+                let in_range = |r: &&(u32, i64, u64)| r.1 >= since && r.1 < until;
+                let got_in: Vec<_> = got.iter().filter(in_range).collect();
+                let want_in: Vec<_> = model.iter().filter(in_range).collect();
+                prop_assert_eq!(got_in, want_in);
+            }
+            for (since, until) in [(i64::MAX - 1, i64::MAX), (i64::MIN, i64::MIN + 1)] {
+                let nothing = read(dir.path(), &meta, Span::Starting { since, until }).unwrap();
+                prop_assert!((nothing.rows.len() as u64) < zones::ROWS, "{} rows read", nothing.rows.len());
+            }
+        }
     }
 
     proptest! {
@@ -335,8 +526,8 @@ mod tests {
                 files.add_object(n).unwrap();
             }
             let meta = files.write().unwrap();
-            let read = read(dir.path(), &meta).unwrap();
-            let versions = super::super::read_cluster(dir.path(), "c", &meta).unwrap();
+            let read = read(dir.path(), &meta, Span::All).unwrap();
+            let versions = super::super::read_cluster(dir.path(), "c", &meta, Span::All).unwrap();
             let back: Vec<ObjectName> = (0..names.len() as u32)
                 .map(|id| versions.object(id).unwrap().to_name())
                 .collect();

@@ -16,6 +16,7 @@
 //! rows     fixed-width version rows (see [`VersionRow`]), in log order
 //! details  length-prefixed version details (uid, claims, managers, ...)
 //! objects  length-prefixed object names; the object id is the ordinal
+//! zones    least and greatest start of every 512 rows (see [`zones`])
 //! ```
 //!
 //! The cluster numbers and each cluster's committed file lengths are held
@@ -36,6 +37,7 @@ mod details;
 mod files;
 mod row;
 mod source;
+mod zones;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -96,11 +98,32 @@ impl ObjectRef<'_> {
     }
 }
 
+/// How much of a cluster's versions a read takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Span {
+    /// Every row with its end, and the details: what an as-of answer
+    /// needs.
+    All,
+    /// At least every row whose valid time starts in `[since, until)`
+    /// (microseconds), found through the zone map, so rows outside the
+    /// range come too and the caller filters. Their ends are not known
+    /// (`to` is `i64::MAX`, since the next version of an object may lie in
+    /// a zone not read) and no details are read: for a scan bounded on
+    /// `valid_from` that asks for neither.
+    Starting {
+        /// Least start wanted.
+        since: i64,
+        /// Start bound, exclusive.
+        until: i64,
+    },
+}
+
 /// A consistent copy of one cluster's versions, read in one go.
 #[derive(Debug)]
 pub struct ClusterVersions {
     /// The cluster id.
     pub cluster: String,
+    span: Span,
     names: Vec<u8>,
     name_at: Vec<(u32, u32)>,
     rows: Vec<VersionRow>,
@@ -108,9 +131,15 @@ pub struct ClusterVersions {
 }
 
 impl ClusterVersions {
-    /// Every version row, in insertion order.
+    /// The version rows read, in insertion order: all of them, or for a
+    /// [`Span::Starting`] read those of the zones it chose.
     pub fn rows(&self) -> &[VersionRow] {
         &self.rows
+    }
+
+    /// What was read.
+    pub fn span(&self) -> Span {
+        self.span
     }
 
     /// The name of object `id` (`None`: no such object, or a stored name
@@ -145,6 +174,12 @@ impl ClusterVersions {
 
     /// Decodes the details of `row`.
     pub fn details(&self, row: &VersionRow) -> Result<VersionDetails, StoreError> {
+        if self.span != Span::All {
+            return Err(StoreError::Corrupt(format!(
+                "the details of cluster {} were not read ({:?})",
+                self.cluster, self.span
+            )));
+        }
         let mut d = details::decode(&self.details, row.details)?;
         if row.flags & row::RV_DECIMAL != 0 {
             d.resource_version = row.rv.to_string();
@@ -162,6 +197,7 @@ impl ClusterVersions {
     /// without `known_below` there is exactly one, and with it every known
     /// version that ends the winner's interval is itself a candidate.
     pub fn live_at(&self, at: i64, known_below: u64) -> Vec<&VersionRow> {
+        debug_assert_eq!(self.span, Span::All, "live_at needs every row's end");
         let mut best: Vec<Option<u32>> = vec![None; self.name_at.len()];
         for (i, r) in self.rows.iter().enumerate() {
             if r.index >= known_below || r.from > at || (r.to <= at && r.to_index < known_below) {
@@ -413,8 +449,32 @@ impl VersionIndex {
         Ok(self.catalog().numbers.keys().cloned().collect())
     }
 
-    /// A copy of one cluster's versions (`None`: the cluster has none).
-    pub(crate) fn cluster(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {
+    /// Completes every cluster's zone map (a ledger written before zones,
+    /// or a crash between a batch's rows and its zones); a cluster whose
+    /// map is whole costs an open.
+    pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {
+        let committed: Vec<(u32, ClusterMeta)> = self
+            .catalog()
+            .committed
+            .iter()
+            .map(|(no, meta)| (*no, *meta))
+            .collect();
+        for (no, meta) in committed {
+            let dir = self.cluster_dir(no);
+            if dir.exists() {
+                zones::complete(&dir, meta.rows)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A copy of one cluster's versions, as much as `span` asks for
+    /// (`None`: the cluster has none).
+    pub(crate) fn cluster(
+        &self,
+        cluster: &str,
+        span: Span,
+    ) -> Result<Option<ClusterVersions>, StoreError> {
         let _shared = self.readers.read().unwrap_or_else(|p| p.into_inner());
         let found = {
             let c = self.catalog();
@@ -425,7 +485,7 @@ impl VersionIndex {
         let Some((no, meta)) = found else {
             return Ok(None);
         };
-        read_cluster(&self.cluster_dir(no), cluster, &meta).map(Some)
+        read_cluster(&self.cluster_dir(no), cluster, &meta, span).map(Some)
     }
 
     /// Every cluster with its number and committed lengths (what a view
@@ -512,20 +572,23 @@ impl ObjectState {
     }
 }
 
-/// Reads one cluster's files up to the lengths of `meta`.
+/// Reads one cluster's files up to the lengths of `meta`, as much as
+/// `span` asks for.
 pub(crate) fn read_cluster(
     dir: &Path,
     cluster: &str,
     meta: &ClusterMeta,
+    span: Span,
 ) -> Result<ClusterVersions, StoreError> {
     let files::Contents {
         names,
         name_at,
         rows,
         details,
-    } = files::read(dir, meta)?;
+    } = files::read(dir, meta, span)?;
     Ok(ClusterVersions {
         cluster: cluster.to_string(),
+        span,
         names,
         name_at,
         rows,
