@@ -6,9 +6,16 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use arrow_array::RecordBatch;
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, DictionaryArray, RecordBatch};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use arrow_select::take::take;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -16,7 +23,7 @@ use parquet::file::reader::ChunkReader;
 use parquet::schema::types::ColumnPath;
 
 use super::keep::Keep;
-use super::{COLUMNS, NAME_HASH, SYNC_START};
+use super::{ChunkBatches, COLUMNS, NAME_HASH, SYNC_START};
 use crate::StoreError;
 
 /// Rows per batch a chunk is read in.
@@ -86,19 +93,81 @@ pub(crate) fn read_checked(path: &Path, blake3_hex: &str) -> Option<Bytes> {
 /// hash is known: then only the footer and the projected columns are
 /// read), with only `columns` (file order), and only the rows `keep`
 /// keeps.
+///
+/// The string columns a row filter tests (`cluster`, `type`) are read as
+/// Arrow dictionaries, so the filter compares each distinct value once
+/// per page and the rows by their keys (expanding every row's string was
+/// the largest cost of a type or cluster scan); where projected, they
+/// are expanded back to strings for the rows that passed.
 pub(crate) fn decode<R: ChunkReader + 'static>(
     source: R,
     columns: &[usize],
     keep: &Keep,
-) -> Result<ParquetRecordBatchReader, StoreError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(source).map_err(corrupt)?;
+) -> Result<ChunkBatches, StoreError> {
+    let plain = ArrowReaderMetadata::load(&source, ArrowReaderOptions::new()).map_err(corrupt)?;
+    let fields: Vec<Field> = plain
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 if DICTIONARY_READ.contains(&f.name().as_str()) => Field::new(
+                f.name(),
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                f.is_nullable(),
+            ),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let options = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
+    let metadata =
+        ArrowReaderMetadata::try_new(plain.metadata().clone(), options).map_err(corrupt)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
     let schema = builder.parquet_schema();
     let mask = ProjectionMask::roots(schema, columns.iter().copied());
     let filter = keep.row_filter(schema);
     let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
-    match filter {
+    let reader = match filter {
         Some(f) => builder.with_row_filter(f).build(),
         None => builder.build(),
     }
-    .map_err(corrupt)
+    .map_err(corrupt)?;
+    Ok(Box::new(reader.map(|b| {
+        b.map_err(corrupt)
+            .and_then(|b| expand_dictionaries(&b).map_err(corrupt))
+    })))
+}
+
+/// String columns read as dictionaries (see [`decode`]).
+pub(crate) const DICTIONARY_READ: [&str; 2] = ["cluster", "type"];
+
+/// `batch` with every dictionary column expanded to its values' type.
+fn expand_dictionaries(batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::Dictionary(..)))
+    {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut arrays = Vec::with_capacity(batch.num_columns());
+    for (f, a) in batch.schema().fields().iter().zip(batch.columns()) {
+        match a.as_any().downcast_ref::<DictionaryArray<Int32Type>>() {
+            Some(d) => {
+                let values = take(d.values().as_ref(), d.keys(), None)?;
+                fields.push(Field::new(
+                    f.name(),
+                    values.data_type().clone(),
+                    f.is_nullable(),
+                ));
+                arrays.push(values);
+            }
+            None => {
+                fields.push(f.as_ref().clone());
+                arrays.push(a.clone());
+            }
+        }
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
 }

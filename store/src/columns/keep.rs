@@ -9,8 +9,10 @@
 //! `cluster` column first, and the rest only where it matched. A name
 //! bound goes before it: four bytes a row, and it keeps a handful.
 
+use arrow_array::types::Int32Type;
 use arrow_array::{
-    Array, BooleanArray, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array,
+    Array, BooleanArray, DictionaryArray, RecordBatch, StringArray, TimestampMicrosecondArray,
+    UInt32Array,
 };
 use arrow_schema::ArrowError;
 use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
@@ -83,6 +85,25 @@ fn strings(
     Box::new(ArrowPredicateFn::new(mask, move |b| {
         // Built a word at a time (an iterator of `Option<bool>` cost more
         // than the comparisons); a null stays null, which no filter keeps.
+        // Read as a dictionary (see `file::decode`), each distinct value
+        // is compared once and the rows looked up by key.
+        if let Some(d) = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<DictionaryArray<Int32Type>>()
+        {
+            let values = d
+                .values()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(|| ArrowError::SchemaError("a dictionary of non-strings".into()))?;
+            let hit: Vec<bool> = (0..values.len())
+                .map(|i| values.is_valid(i) && matches(values.value(i)))
+                .collect();
+            return Ok(BooleanArray::from_unary(d.keys(), |k| {
+                hit.get(k as usize).copied().unwrap_or(false)
+            }));
+        }
         Ok(BooleanArray::from_unary(
             column::<StringArray>(&b)?,
             &matches,

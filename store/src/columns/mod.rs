@@ -219,7 +219,7 @@ impl Columns {
                 .ok()
                 .filter(|f| f.metadata().is_ok_and(|m| m.len() == chunk.bytes));
             if let Some(f) = opened {
-                return Ok(Some(batches(file::decode(f, columns, keep)?)));
+                return Ok(Some(file::decode(f, columns, keep)?));
             }
         }
         let bytes = file::read_checked(&path, &chunk.blake3);
@@ -236,7 +236,7 @@ impl Columns {
         if !known {
             self.lock_verified().insert(key);
         }
-        Ok(Some(batches(file::decode(bytes, columns, keep)?)))
+        Ok(Some(file::decode(bytes, columns, keep)?))
     }
 
     fn lock_verified(&self) -> std::sync::MutexGuard<'_, HashSet<(u64, String)>> {
@@ -262,10 +262,6 @@ impl Columns {
 
 #[cfg(test)]
 mod tests;
-
-fn batches(reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader) -> ChunkBatches {
-    Box::new(reader.map(|b| b.map_err(|e| StoreError::Corrupt(format!("column chunk: {e}")))))
-}
 
 fn file_len(path: &Path) -> Option<u64> {
     fs::metadata(path).ok().map(|m| m.len())
