@@ -38,15 +38,8 @@ struct NamedFile {
 
 impl NamedFile {
     fn open(path: PathBuf, len: u64) -> Result<NamedFile, StoreError> {
-        let io = |e| StoreError::io(&path, e);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io)?;
-        file.set_len(len).map_err(io)?;
+        let file = open_for_writing(&path)?;
+        file.set_len(len).map_err(|e| StoreError::io(&path, e))?;
         Ok(NamedFile { file, path })
     }
 
@@ -61,6 +54,18 @@ impl NamedFile {
             .sync_data()
             .map_err(|e| StoreError::io(&self.path, e))
     }
+}
+
+/// Opens (creating) one of a cluster's files to read and append; what
+/// it already holds stays.
+pub(super) fn open_for_writing(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| StoreError::io(path, e))
 }
 
 /// Open files of one cluster and what an apply added but did not flush.

@@ -15,7 +15,7 @@
 //! between the two writes) is computed again from the rows, so a short
 //! or absent file costs speed, never an answer.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -96,13 +96,7 @@ impl Filling {
 pub(crate) fn complete(dir: &Path, rows: u64) -> Result<u64, StoreError> {
     let path = dir.join("zones");
     let io = |e| StoreError::io(&path, e);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io)?;
+    let file = super::files::open_for_writing(&path)?;
     let complete = rows / ROWS;
     let len = file.metadata().map_err(io)?.len();
     let have = (len / RECORD).min(complete);
