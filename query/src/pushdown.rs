@@ -7,9 +7,11 @@
 //! (see [`crate::tables::events`]), `type IN (…)` narrows the rows a chunk
 //! read keeps, and `json_get_str(data, …, 'key') = 'value'` gives bytes a
 //! leaf must contain to be parsed at all (for `'metadata', 'name'`, also
-//! the name hash a chunk read keeps). Every pushed filter is reported
-//! `Inexact`, so DataFusion still applies it: the scan may return more,
-//! never less.
+//! the name hash a chunk read keeps). A filter every way of scanning
+//! applies exactly (`cluster = '…'`, `type = '…'`, `type IN (…)`, `time >=`
+//! and `time <` a timestamp) is reported `Exact`, so DataFusion neither
+//! applies it again nor reads its column for it ([`exact`]); the others
+//! are `Inexact`: the scan may return more, never less.
 
 use annal_schemas::{EventType, Timestamp};
 use datafusion::common::ScalarValue;
@@ -98,14 +100,15 @@ impl EventBounds {
     }
 
     /// How an events scan takes each of `filters`: the ones these bounds
-    /// understand narrow the scan but are applied again above it
-    /// (inexact), the rest are not pushed.
+    /// understand narrow the scan, and are applied again above it unless
+    /// the scan applies them exactly ([`exact`]); the rest are not pushed.
     pub fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
         filters
             .iter()
-            .map(|f| match EventBounds::understands(f) {
-                true => TableProviderFilterPushDown::Inexact,
-                false => TableProviderFilterPushDown::Unsupported,
+            .map(|f| match (EventBounds::understands(f), exact(f)) {
+                (true, true) => TableProviderFilterPushDown::Exact,
+                (true, false) => TableProviderFilterPushDown::Inexact,
+                (false, _) => TableProviderFilterPushDown::Unsupported,
             })
             .collect()
     }
@@ -205,6 +208,50 @@ impl EventBounds {
             }
             _ => {}
         }
+    }
+}
+
+/// Whether every way of scanning `events` keeps exactly the rows `expr`
+/// keeps: chunk reads keep exactly the rows their [`EventBounds::keep`]
+/// matches, rows built from the leaves past the chunks go through the
+/// same test, and reads through the indexes test the cluster, the type
+/// (list) and the time window of each leaf. Only the plain forms qualify:
+/// the column itself (no cast) against a literal whose value the bounds
+/// hold without rounding.
+fn exact(expr: &Expr) -> bool {
+    match expr {
+        Expr::InList(l) => {
+            !l.negated
+                && matches!(l.expr.as_ref(), Expr::Column(c) if c.name == "type")
+                && l.list.iter().all(|v| string_literal(v).is_some())
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (column, op, value) = match (left.as_ref(), right.as_ref()) {
+                (Expr::Column(c), v) => (c.name.as_str(), *op, v),
+                (v, Expr::Column(c)) => match op.swap() {
+                    Some(swapped) => (c.name.as_str(), swapped, v),
+                    None => return false,
+                },
+                _ => return false,
+            };
+            match (column, op) {
+                ("cluster" | "type", Operator::Eq) => string_literal(value).is_some(),
+                ("time", Operator::GtEq | Operator::Lt) => exact_micros(value).is_some(),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// A timestamp literal's microseconds, when it has no finer part.
+fn exact_micros(e: &Expr) -> Option<i64> {
+    match literal(e)? {
+        ScalarValue::TimestampMicrosecond(Some(v), _) => Some(*v),
+        ScalarValue::TimestampNanosecond(Some(v), _) => (v % 1000 == 0).then_some(v / 1000),
+        ScalarValue::TimestampMillisecond(Some(v), _) => v.checked_mul(1000),
+        ScalarValue::TimestampSecond(Some(v), _) => v.checked_mul(1_000_000),
+        _ => None,
     }
 }
 
@@ -408,6 +455,48 @@ mod tests {
     use datafusion::prelude::{col, lit};
 
     use super::*;
+
+    #[test]
+    fn only_the_plain_forms_every_scan_applies_are_exact() {
+        use TableProviderFilterPushDown::{Exact, Inexact, Unsupported};
+        let micros = |v: i64| lit(ScalarValue::TimestampMicrosecond(Some(v), None));
+        let nanos = |v: i64| lit(ScalarValue::TimestampNanosecond(Some(v), None));
+        let cases = [
+            (col("cluster").eq(lit("prod")), Exact),
+            (lit("prod").eq(col("cluster")), Exact),
+            (col("type").eq(lit("app.sync")), Exact),
+            (
+                col("type").in_list(vec![lit("object.observed"), lit("app.sync")], false),
+                Exact,
+            ),
+            (col("time").gt_eq(micros(5)), Exact),
+            (col("time").lt(micros(5)), Exact),
+            (micros(5).gt(col("time")), Exact),
+            (col("time").lt(nanos(5_000)), Exact),
+            // Rounded to microseconds: the bound keeps more.
+            (col("time").lt(nanos(5_001)), Inexact),
+            // The bounds hold `time > t` as `time >= t`.
+            (col("time").gt(micros(5)), Inexact),
+            (col("time").lt_eq(micros(5)), Inexact),
+            (col("time").gt_eq(lit("2026-11-01T00:00:00Z")), Inexact),
+            (col("index").lt(lit(100u64)), Inexact),
+            (col("recorded_at").lt(micros(5)), Inexact),
+            (
+                col("type").eq(lit("a")).or(col("type").eq(lit("b"))),
+                Inexact,
+            ),
+            (
+                col("cluster")
+                    .eq(lit("prod"))
+                    .and(col("time").gt(micros(5))),
+                Inexact,
+            ),
+            (col("principal").eq(lit("x")), Unsupported),
+        ];
+        for (filter, want) in cases {
+            assert_eq!(EventBounds::pushdown(&[&filter]), vec![want], "{filter}");
+        }
+    }
 
     #[test]
     fn conjunctions_of_cluster_type_time_and_index_become_bounds() {

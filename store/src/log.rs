@@ -309,14 +309,16 @@ impl Store {
         self.columns.read(chunk, columns, keep)
     }
 
-    /// Entries `from..to` as column batches of every sidecar column, built
-    /// from the leaves' top-level fields (what no chunk holds yet).
+    /// The rows `keep` keeps of entries `from..to`, as column batches of
+    /// every sidecar column, built from the leaves' top-level fields (what
+    /// no chunk holds yet): exactly the rows a chunk read would keep.
     pub fn column_batches_from_leaves(
         &self,
         from: u64,
         to: u64,
+        keep: &crate::columns::Keep,
     ) -> Result<ChunkBatches, StoreError> {
-        crate::columns::from_leaves(&self.segments, from, to.min(self.lock_free_size()))
+        crate::columns::from_leaves(&self.segments, from, to.min(self.lock_free_size()), keep)
     }
 
     /// Starts building, in the background, the column chunks the log is

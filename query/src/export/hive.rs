@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, RecordBatch, StringArray, UInt32Array};
 use datafusion::arrow::compute::{cast, take_record_batch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
@@ -71,7 +71,20 @@ impl HiveWriter {
         let data_columns: Vec<usize> = (0..schema.fields().len())
             .filter(|i| !positions.iter().any(|(_, at)| at == i))
             .collect();
-        let file_schema = Arc::new(schema.project(&data_columns)?);
+        // Strings are written as plain Parquet strings whatever Arrow type
+        // the table reads them as (views), so the files read the same in
+        // every engine and every pyarrow.
+        let file_schema = Arc::new(Schema::new(
+            schema
+                .project(&data_columns)?
+                .fields()
+                .iter()
+                .map(|f| match f.data_type() {
+                    DataType::Utf8View => f.as_ref().clone().with_data_type(DataType::Utf8),
+                    _ => f.as_ref().clone(),
+                })
+                .collect::<Vec<_>>(),
+        ));
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -128,6 +141,14 @@ impl HiveWriter {
             groups[slot].1.push(row as u32);
         }
         let data = batch.project(&self.data_columns)?;
+        let data = RecordBatch::try_new(
+            self.file_schema.clone(),
+            data.columns()
+                .iter()
+                .zip(self.file_schema.fields())
+                .map(|(a, f)| cast(a, f.data_type()))
+                .collect::<Result<Vec<_>, _>>()?,
+        )?;
         for (key, rows) in groups {
             let part = take_record_batch(&data, &UInt32Array::from(rows))?;
             self.writer_for(key)?.write(&part)?;

@@ -11,10 +11,11 @@
 
 use arrow_array::types::Int32Type;
 use arrow_array::{
-    Array, BooleanArray, DictionaryArray, RecordBatch, StringArray, TimestampMicrosecondArray,
-    UInt32Array,
+    Array, BooleanArray, DictionaryArray, RecordBatch, StringArray, StringViewArray,
+    TimestampMicrosecondArray, UInt32Array,
 };
 use arrow_schema::ArrowError;
+use arrow_select::filter::{filter_record_batch, prep_null_mask_filter};
 use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
 use parquet::arrow::ProjectionMask;
 use parquet::schema::types::SchemaDescriptor;
@@ -43,55 +44,94 @@ impl Keep {
     /// is one object's; a cluster one of many; a type one of a dozen; a
     /// time bound that reaches into a chunk cuts it once).
     pub(crate) fn row_filter(&self, schema: &SchemaDescriptor) -> Option<RowFilter> {
-        let mut predicates: Vec<Box<dyn ArrowPredicate>> = Vec::new();
+        let predicates: Vec<Box<dyn ArrowPredicate>> = self
+            .tests()
+            .into_iter()
+            .map(|(at, test)| -> Box<dyn ArrowPredicate> {
+                let mask = ProjectionMask::roots(schema, [at]);
+                Box::new(ArrowPredicateFn::new(mask, move |b| test(b.column(0))))
+            })
+            .collect();
+        (!predicates.is_empty()).then(|| RowFilter::new(predicates))
+    }
+
+    /// The rows of `batch` (every sidecar column, in [`COLUMNS`] order)
+    /// it keeps: the same tests as [`Keep::row_filter`], for rows built
+    /// from the leaves, so that every read of the sidecar keeps exactly
+    /// the same rows (the `events` table relies on it: its cluster and
+    /// type filters are exact).
+    pub(crate) fn apply(&self, batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
+        let mut keep: Option<BooleanArray> = None;
+        for (at, test) in self.tests() {
+            // A null (no value) is not kept.
+            let hit = test(batch.column(at))?;
+            let hit = match hit.nulls() {
+                Some(_) => prep_null_mask_filter(&hit),
+                None => hit,
+            };
+            keep = Some(match keep {
+                Some(k) => BooleanArray::from(k.values() & hit.values()),
+                None => hit,
+            });
+        }
+        match keep {
+            Some(k) => filter_record_batch(batch, &k),
+            None => Ok(batch.clone()),
+        }
+    }
+
+    /// Each bound as (column position, test of that column); a null never
+    /// passes.
+    fn tests(&self) -> Vec<(usize, Test)> {
+        let mut tests: Vec<(usize, Test)> = Vec::new();
         if let Some(name) = &self.name {
             let hash = super::name::hash(name);
-            let mask = ProjectionMask::roots(schema, [NAME_HASH]);
-            predicates.push(Box::new(ArrowPredicateFn::new(mask, move |b| {
-                Ok(BooleanArray::from_unary(column::<UInt32Array>(&b)?, |h| {
-                    h == hash
-                }))
-            })));
+            tests.push((
+                NAME_HASH,
+                Box::new(move |a| {
+                    Ok(BooleanArray::from_unary(column::<UInt32Array>(a)?, |h| {
+                        h == hash
+                    }))
+                }),
+            ));
         }
         if let Some(cluster) = self.cluster.clone() {
-            predicates.push(strings(schema, "cluster", move |v| v == cluster));
+            tests.push((position("cluster"), strings(move |v| v == cluster)));
         }
         if let Some(types) = self.types.clone() {
-            predicates.push(strings(schema, "type", move |v| {
-                types.iter().any(|t| t == v)
-            }));
+            tests.push((
+                position("type"),
+                strings(move |v| types.iter().any(|t| t == v)),
+            ));
         }
         if self.since.is_some() || self.until.is_some() {
             let (since, until) = (self.since, self.until);
-            let mask = ProjectionMask::roots(schema, [position("time")]);
-            predicates.push(Box::new(ArrowPredicateFn::new(mask, move |b| {
-                let times = column::<TimestampMicrosecondArray>(&b)?;
-                Ok(BooleanArray::from_unary(times, |t| {
-                    since.is_none_or(|s| t >= s) && until.is_none_or(|u| t < u)
-                }))
-            })));
+            tests.push((
+                position("time"),
+                Box::new(move |a| {
+                    let times = column::<TimestampMicrosecondArray>(a)?;
+                    Ok(BooleanArray::from_unary(times, |t| {
+                        since.is_none_or(|s| t >= s) && until.is_none_or(|u| t < u)
+                    }))
+                }),
+            ));
         }
-        (!predicates.is_empty()).then(|| RowFilter::new(predicates))
+        tests
     }
 }
 
-/// A predicate on the string column `name`: null never matches.
-fn strings(
-    schema: &SchemaDescriptor,
-    name: &str,
-    matches: impl Fn(&str) -> bool + Send + 'static,
-) -> Box<dyn ArrowPredicate> {
-    let mask = ProjectionMask::roots(schema, [position(name)]);
-    Box::new(ArrowPredicateFn::new(mask, move |b| {
+/// A test of one column's values.
+type Test = Box<dyn Fn(&dyn Array) -> Result<BooleanArray, ArrowError> + Send + 'static>;
+
+/// A test of a string column (plain, view or dictionary): null never
+/// matches.
+fn strings(matches: impl Fn(&str) -> bool + Send + 'static) -> Test {
+    Box::new(move |a| {
         // Built a word at a time (an iterator of `Option<bool>` cost more
         // than the comparisons); a null stays null, which no filter keeps.
         // Read as a dictionary (see `file::decode`), each distinct value
         // is compared once and the rows looked up by key.
-        if let Some(d) = b
-            .column(0)
-            .as_any()
-            .downcast_ref::<DictionaryArray<Int32Type>>()
-        {
+        if let Some(d) = a.as_any().downcast_ref::<DictionaryArray<Int32Type>>() {
             let values = d
                 .values()
                 .as_any()
@@ -104,21 +144,23 @@ fn strings(
                 hit.get(k as usize).copied().unwrap_or(false)
             }));
         }
+        if let Some(v) = a.as_any().downcast_ref::<StringViewArray>() {
+            return Ok(BooleanArray::from_unary(v, &matches));
+        }
         Ok(BooleanArray::from_unary(
-            column::<StringArray>(&b)?,
+            column::<StringArray>(a)?,
             &matches,
         ))
-    }))
+    })
 }
 
 fn position(name: &str) -> usize {
     COLUMNS.iter().position(|c| *c == name).unwrap_or(0)
 }
 
-/// The only column of a predicate's batch, as `A`.
-fn column<A: Array + 'static>(batch: &RecordBatch) -> Result<&A, ArrowError> {
-    batch
-        .column(0)
+/// `array` as `A`.
+fn column<A: Array + 'static>(array: &dyn Array) -> Result<&A, ArrowError> {
+    array
         .as_any()
         .downcast_ref::<A>()
         .ok_or_else(|| ArrowError::SchemaError("unexpected column type in a chunk".into()))

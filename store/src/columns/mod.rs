@@ -34,7 +34,7 @@ use arrow_array::RecordBatch;
 pub use keep::Keep;
 pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
-pub use row::{app_of, app_of_data, has_app, schema, COLUMNS, NAME_HASH, SYNC_START};
+pub use row::{app_of, app_of_data, has_app, read_schema, schema, COLUMNS, NAME_HASH, SYNC_START};
 use seal::Sealer;
 
 use crate::leaves::Segments;
@@ -55,13 +55,15 @@ pub type ChunkBatches = Box<dyn Iterator<Item = Result<RecordBatch, StoreError>>
 /// Rows per batch built from the leaves.
 const LEAF_BATCH_ROWS: u64 = 8192;
 
-/// Entries `from..to` as sidecar batches (every column), built from the
-/// leaves' top-level fields ([`light`]): what scans read past the last
-/// chunk, and for a chunk whose file is damaged.
+/// The rows `keep` keeps of entries `from..to` as sidecar batches (every
+/// column, as [`read_schema`]), built from the leaves' top-level fields
+/// ([`light`]): what scans read past the last chunk, and for a chunk whose
+/// file is damaged.
 pub(crate) fn from_leaves(
     segments: &Segments,
     from: u64,
     to: u64,
+    keep: &Keep,
 ) -> Result<ChunkBatches, StoreError> {
     if from >= to {
         return Ok(Box::new(std::iter::empty()));
@@ -71,6 +73,7 @@ pub(crate) fn from_leaves(
         .ok_or_else(|| StoreError::Corrupt(format!("no leaf {from}")))?;
     let mut lines = segments.stream(Some(pointer))?;
     let mut next = from;
+    let keep = keep.clone();
     Ok(Box::new(std::iter::from_fn(move || {
         if next >= to {
             return None;
@@ -107,7 +110,7 @@ pub(crate) fn from_leaves(
         }
         Some(
             rows.finish()
-                .map(|(b, _)| b)
+                .and_then(|(b, _)| file::views(&keep.apply(&b)?))
                 .map_err(|e| StoreError::Corrupt(format!("column rows: {e}"))),
         )
     })))

@@ -73,6 +73,21 @@ pub fn schema() -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// The Arrow schema of what reads give ([`super::Columns::read`] and the
+/// rows built from the leaves): [`schema`] with its strings as
+/// `Utf8View` (see [`super::file::decode`] for why).
+pub fn read_schema() -> SchemaRef {
+    let fields: Vec<Field> = schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 => Field::new(f.name(), DataType::Utf8View, f.is_nullable()),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
 /// What the sidecar keeps of one envelope besides its cluster, type and
 /// time (which the key indexes take too).
 #[derive(Clone, Debug, Default, PartialEq)]

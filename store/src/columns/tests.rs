@@ -163,9 +163,10 @@ fn in_chunks_keeping(store: &Store, keep: &Keep) -> (Vec<Model>, u64) {
             .expect("intact");
         for b in batches {
             let b = b.unwrap();
+            assert_eq!(b.schema().fields(), super::read_schema().fields());
             for i in 0..b.num_rows() {
                 let text = |c: usize| {
-                    let a = b.column(c).as_string::<i32>();
+                    let a = b.column(c).as_string_view();
                     a.is_valid(i).then(|| a.value(i).to_string())
                 };
                 rows.push((
@@ -199,7 +200,7 @@ fn sync_text(a: &dyn Array, i: usize) -> Option<String> {
         return None;
     }
     Some(match a.data_type() {
-        DataType::Utf8 => a.as_string::<i32>().value(i).to_string(),
+        DataType::Utf8View => a.as_string_view().value(i).to_string(),
         DataType::Boolean => a.as_boolean().value(i).to_string(),
         DataType::UInt64 => a.as_primitive::<UInt64Type>().value(i).to_string(),
         DataType::Int64 => a.as_primitive::<Int64Type>().value(i).to_string(),

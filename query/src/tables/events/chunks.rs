@@ -218,7 +218,7 @@ impl PartitionStream for Part {
         let from_leaves = self.sidecar.clone();
         super::super::stream::blocking(self.schema.clone(), move |tx| {
             let leaves = |from: u64, to: u64| {
-                let batches = store.column_batches_from_leaves(from, to);
+                let batches = store.column_batches_from_leaves(from, to, &keep);
                 batches.map(|b| send_chunk(b, &from_leaves, &schema, &tx))
             };
             for chunk in &chunks {

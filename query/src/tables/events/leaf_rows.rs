@@ -12,6 +12,7 @@ use annal_store::RawLeaf;
 use datafusion::arrow::array::{
     ArrayRef, RecordBatch, StringBuilder, TimestampMicrosecondBuilder, UInt64Builder,
 };
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use tokio::sync::mpsc::Sender;
@@ -21,12 +22,14 @@ use crate::events::EventFilter;
 /// Rows per Arrow batch.
 const BATCH_ROWS: usize = 8192;
 
-/// Sends the rows of the `leaves` that `filter` selects and that contain
-/// every one of `needles` (at most its limit), in batches of `schema` (the
-/// projected `columns`); false once the consumer is gone or a read failed.
+/// Sends the rows of the `leaves` that `filter` selects, whose type is one
+/// of `types` (when given) and that contain every one of `needles` (at
+/// most its limit), in batches of `schema` (the projected `columns`);
+/// false once the consumer is gone or a read failed.
 pub(super) fn send(
     leaves: impl Iterator<Item = std::result::Result<RawLeaf, annal_store::StoreError>>,
     filter: &EventFilter,
+    types: Option<&[String]>,
     needles: &[memchr::memmem::Finder<'_>],
     columns: &[usize],
     schema: &SchemaRef,
@@ -54,7 +57,8 @@ pub(super) fn send(
             Ok(v) => v,
             Err(e) => return fail(e),
         };
-        if !filter.matches(&view) {
+        let typed = types.is_none_or(|t| t.iter().any(|t| t == view.event_type.as_str()));
+        if !typed || !filter.matches(&view) {
             continue;
         }
         if let Err(e) = batch.push(&view) {
@@ -130,18 +134,21 @@ impl Rows {
         Ok(())
     }
 
+    /// The batch as `schema` (the envelope's strings as the views it
+    /// names, `id` and `data` as built).
     fn finish(self, schema: &SchemaRef) -> Result<RecordBatch> {
-        let arrays: Vec<ArrayRef> = self
+        let arrays = self
             .columns
             .into_iter()
-            .map(|c| -> ArrayRef {
-                match c {
+            .zip(schema.fields())
+            .map(|(c, field)| -> Result<ArrayRef> {
+                Ok(match c {
                     Column::Index(mut b) => Arc::new(b.finish()),
                     Column::Time(mut b, _) => Arc::new(b.finish().with_timezone("UTC")),
-                    Column::Text(mut b, _) => Arc::new(b.finish()),
-                }
+                    Column::Text(mut b, _) => cast(&b.finish(), field.data_type())?,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<ArrayRef>>>()?;
         let options =
             datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(self.len));
         Ok(RecordBatch::try_new_with_options(

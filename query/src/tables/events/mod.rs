@@ -65,22 +65,28 @@ impl EventsTable {
 }
 
 /// The columns, in order.
+///
+/// The envelope's strings are `Utf8View`, the type the sidecar's chunks
+/// give them ([`annal_store::columns::read_schema`]: views into each
+/// page's dictionary, not copies); `id` and `data`, which only the leaves
+/// hold, are plain `Utf8`. SQL sees text either way.
 pub fn events_schema() -> SchemaRef {
     let ts = || DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    let text = |name: &str, nullable: bool| Field::new(name, DataType::Utf8View, nullable);
     Arc::new(Schema::new(vec![
         Field::new("index", DataType::UInt64, false),
         Field::new("recorded_at", ts(), false),
         Field::new("time", ts(), false),
-        Field::new("type", DataType::Utf8, false),
-        Field::new("cluster", DataType::Utf8, true),
+        text("type", false),
+        text("cluster", true),
         Field::new("id", DataType::Utf8, false),
-        Field::new("source", DataType::Utf8, true),
-        Field::new("principal", DataType::Utf8, true),
-        Field::new("impersonated", DataType::Utf8, true),
-        Field::new("field_manager", DataType::Utf8, true),
-        Field::new("controller", DataType::Utf8, true),
-        Field::new("credential", DataType::Utf8, true),
-        Field::new("app", DataType::Utf8, true),
+        text("source", true),
+        text("principal", true),
+        text("impersonated", true),
+        text("field_manager", true),
+        text("controller", true),
+        text("credential", true),
+        text("app", true),
         Field::new("data", DataType::Utf8, false),
     ]))
 }
@@ -205,13 +211,15 @@ impl PartitionStream for EventScan {
         let columns = self.columns.clone();
         let schema = self.schema.clone();
         let needles = self.bounds.needles.clone();
+        let types = self.bounds.possible_types();
         super::stream::blocking(self.schema.clone(), move |tx| {
             let Some(filter) = filter else {
                 return; // a type no event has
             };
             let leaves = crate::events::select_leaves(&store, &filter);
             let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
-            leaf_rows::send(leaves, &filter, &needles, &columns, &schema, &tx);
+            let types = types.as_deref();
+            leaf_rows::send(leaves, &filter, types, &needles, &columns, &schema, &tx);
         })
     }
 }

@@ -58,6 +58,7 @@ impl PartitionStream for NamedPart {
             f
         });
         let needles = self.bounds.needles.clone();
+        let types = self.bounds.possible_types();
         let columns = self.columns.clone();
         let schema = self.schema.clone();
         super::super::stream::blocking(self.schema.clone(), move |tx| {
@@ -82,6 +83,7 @@ impl PartitionStream for NamedPart {
             leaf_rows::send(
                 chosen.chain(rest),
                 &filter,
+                types.as_deref(),
                 &needles,
                 &columns,
                 &schema,

@@ -35,7 +35,7 @@ impl SidecarTable {
     pub(crate) fn new(store: Arc<Store>) -> SidecarTable {
         SidecarTable {
             store,
-            schema: annal_store::columns::schema(),
+            schema: annal_store::columns::read_schema(),
         }
     }
 }
