@@ -225,6 +225,16 @@ fn exact(expr: &Expr) -> bool {
                 && matches!(l.expr.as_ref(), Expr::Column(c) if c.name == "type")
                 && l.list.iter().all(|v| string_literal(v).is_some())
         }
+        // `type = 'a' OR type = 'b'`: how DataFusion writes a short
+        // `type IN ('a', 'b')` before it pushes it down.
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            let typed = |e: &Expr| type_list(e).is_some() && exact(e);
+            typed(left) && typed(right)
+        }
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (column, op, value) = match (left.as_ref(), right.as_ref()) {
                 (Expr::Column(c), v) => (c.name.as_str(), *op, v),
@@ -458,6 +468,8 @@ mod tests {
 
     #[test]
     fn only_the_plain_forms_every_scan_applies_are_exact() {
+        use datafusion::arrow::datatypes::DataType;
+        use datafusion::prelude::cast;
         use TableProviderFilterPushDown::{Exact, Inexact, Unsupported};
         let micros = |v: i64| lit(ScalarValue::TimestampMicrosecond(Some(v), None));
         let nanos = |v: i64| lit(ScalarValue::TimestampNanosecond(Some(v), None));
@@ -482,7 +494,16 @@ mod tests {
             (col("index").lt(lit(100u64)), Inexact),
             (col("recorded_at").lt(micros(5)), Inexact),
             (
-                col("type").eq(lit("a")).or(col("type").eq(lit("b"))),
+                col("type")
+                    .eq(lit("a"))
+                    .or(lit("b").eq(col("type")))
+                    .or(col("type").in_list(vec![lit("c")], false)),
+                Exact,
+            ),
+            (
+                col("type")
+                    .eq(lit("a"))
+                    .or(cast(col("type"), DataType::Utf8).eq(lit("b"))),
                 Inexact,
             ),
             (
