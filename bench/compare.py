@@ -381,7 +381,7 @@ def duckdb_prepare_worker(export, work):
     import duckdb
 
     work = Path(work)
-    (work / "duckdb-file").mkdir(exist_ok=True)
+    (work / "duckdb-file").mkdir(parents=True, exist_ok=True)
     db = work / "duckdb-table.db"
     db.unlink(missing_ok=True)
     con = duckdb.connect(str(db))

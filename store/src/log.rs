@@ -89,6 +89,15 @@ pub enum Rebuild {
     /// An older layout's sled keys and trees are being removed after the
     /// rebuild.
     OldLayoutRemoved,
+    /// The zone maps over `clusters` clusters' version rows lack `zones`
+    /// zones (a ledger written before zone maps), computed now from the
+    /// rows, before the open returns.
+    Zones {
+        /// Clusters whose map is incomplete.
+        clusters: u64,
+        /// Zones to compute (each the bounds of 512 rows).
+        zones: u64,
+    },
     /// `chunks` column chunks of an older sidecar layout are being written
     /// again in the background (scans read their entries from the leaves
     /// until then).
@@ -1021,6 +1030,10 @@ impl Store {
                 let damage = owned.keys.damaged_files()?;
                 if damage.is_none() {
                     // A ledger from before zone maps gets them here, once.
+                    let (clusters, zones) = owned.keys.zones_missing()?;
+                    if zones > 0 {
+                        report(Rebuild::Zones { clusters, zones });
+                    }
                     owned.keys.complete_zones()?;
                 }
                 damage.map(|damage| format!("a version file lost committed bytes ({damage})"))

@@ -466,12 +466,25 @@ fn a_missing_zone_map_is_computed_on_open_and_narrows_starting_reads() {
         "two complete zones"
     );
     std::fs::remove_file(&zones).unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(
+        reports,
+        [crate::Rebuild::Zones {
+            clusters: 1,
+            zones: 2
+        }],
+        "the open says what it computes"
+    );
     assert_eq!(
         std::fs::metadata(&zones).unwrap().len(),
         2 * 16,
         "computed again on open"
     );
+    drop(store);
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(reports, [], "once");
     let span = crate::versions::Span::Starting {
         since: minute(100),
         until: minute(110),

@@ -453,6 +453,12 @@ impl Indexes {
         self.versions.cluster(cluster, span)
     }
 
+    /// Clusters and zones the version files' zone maps lack (see
+    /// [`VersionIndex::zones_missing`]).
+    pub(crate) fn zones_missing(&self) -> Result<(u64, u64), StoreError> {
+        self.versions.zones_missing()
+    }
+
     /// Completes the version files' zone maps (see
     /// [`VersionIndex::complete_zones`]).
     pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {

@@ -449,9 +449,30 @@ impl VersionIndex {
         Ok(self.catalog().numbers.keys().cloned().collect())
     }
 
-    /// Completes every cluster's zone map (a ledger written before zones,
-    /// or a crash between a batch's rows and its zones); a cluster whose
-    /// map is whole costs an open.
+    /// The clusters whose zone map lacks complete zones, and how many
+    /// zones they lack (a ledger written before zones, or a crash between
+    /// a batch's rows and its zones).
+    pub(crate) fn zones_missing(&self) -> Result<(u64, u64), StoreError> {
+        let committed: Vec<(u32, ClusterMeta)> = self
+            .catalog()
+            .committed
+            .iter()
+            .map(|(no, meta)| (*no, *meta))
+            .collect();
+        let (mut clusters, mut zones) = (0, 0);
+        for (no, meta) in committed {
+            let dir = self.cluster_dir(no);
+            if dir.exists() {
+                let lacking = zones::missing(&dir, meta.rows)?;
+                clusters += u64::from(lacking > 0);
+                zones += lacking;
+            }
+        }
+        Ok((clusters, zones))
+    }
+
+    /// Completes every cluster's zone map (see [`Self::zones_missing`]);
+    /// a cluster whose map is whole costs an open.
     pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {
         let committed: Vec<(u32, ClusterMeta)> = self
             .catalog()

@@ -90,6 +90,18 @@ impl Filling {
     }
 }
 
+/// How many of the complete zones of the first `rows` rows in `dir` have
+/// no record (what [`complete`] would compute).
+pub(crate) fn missing(dir: &Path, rows: u64) -> Result<u64, StoreError> {
+    let path = dir.join("zones");
+    let len = match std::fs::metadata(&path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(StoreError::io(&path, e)),
+    };
+    Ok((rows / ROWS).saturating_sub(len / RECORD))
+}
+
 /// Brings the `zones` file in `dir` to exactly the complete zones of the
 /// first `rows` rows: records past them (or a torn record) are cut, and
 /// missing ones computed from the rows file. Returns the file's length.
