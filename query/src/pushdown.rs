@@ -8,8 +8,8 @@
 //! read keeps, and `json_get_str(data, …, 'key') = 'value'` gives bytes a
 //! leaf must contain to be parsed at all (for `'metadata', 'name'`, also
 //! the name hash a chunk read keeps). A filter every way of scanning
-//! applies exactly (`cluster = '…'`, `type = '…'`, `type IN (…)`, `time >=`
-//! and `time <` a timestamp) is reported `Exact`, so DataFusion neither
+//! applies exactly (`cluster = '…'`, `type = '…'`, `type IN (…)`, `time` against
+//! a timestamp by `>=`, `>`, `<` or `<=`) is reported `Exact`, so DataFusion neither
 //! applies it again nor reads its column for it ([`exact`]); the others
 //! are `Inexact`: the scan may return more, never less.
 
@@ -246,7 +246,9 @@ fn exact(expr: &Expr) -> bool {
             };
             match (column, op) {
                 ("cluster" | "type", Operator::Eq) => string_literal(value).is_some(),
-                ("time", Operator::GtEq | Operator::Lt) => exact_micros(value).is_some(),
+                ("time", Operator::GtEq | Operator::Lt | Operator::Gt | Operator::LtEq) => {
+                    exact_micros(value).is_some()
+                }
                 _ => false,
             }
         }
@@ -316,7 +318,14 @@ fn narrow(since: &mut Option<Timestamp>, until: &mut Option<Timestamp>, op: Oper
     let raise = |b: &mut Option<Timestamp>, t: Timestamp| *b = Some(b.map_or(t, |x| x.max(t)));
     let lower = |b: &mut Option<Timestamp>, t: Timestamp| *b = Some(b.map_or(t, |x| x.min(t)));
     match op {
-        Operator::Gt | Operator::GtEq => {
+        // Times are whole microseconds, so `> t` is `>= t + 1µs`: held
+        // that way, the bound keeps exactly the rows the filter does.
+        Operator::Gt => {
+            if let Some(t) = at(micros.saturating_add(1)) {
+                raise(since, t);
+            }
+        }
+        Operator::GtEq => {
             if let Some(t) = at(micros) {
                 raise(since, t);
             }
@@ -487,9 +496,11 @@ mod tests {
             (col("time").lt(nanos(5_000)), Exact),
             // Rounded to microseconds: the bound keeps more.
             (col("time").lt(nanos(5_001)), Inexact),
-            // The bounds hold `time > t` as `time >= t`.
-            (col("time").gt(micros(5)), Inexact),
-            (col("time").lt_eq(micros(5)), Inexact),
+            // Held as `time >= t + 1µs` and `time < t + 1µs`.
+            (col("time").gt(micros(5)), Exact),
+            (col("time").lt_eq(micros(5)), Exact),
+            (micros(5).lt(col("time")), Exact),
+            (col("time").gt(nanos(5_001)), Inexact),
             (col("time").gt_eq(lit("2026-11-01T00:00:00Z")), Inexact),
             (col("index").lt(lit(100u64)), Inexact),
             (col("recorded_at").lt(micros(5)), Inexact),
@@ -510,6 +521,14 @@ mod tests {
                 col("cluster")
                     .eq(lit("prod"))
                     .and(col("time").gt(micros(5))),
+                Inexact,
+            ),
+            (
+                cast(
+                    col("time"),
+                    DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None),
+                )
+                .gt(micros(5)),
                 Inexact,
             ),
             (col("principal").eq(lit("x")), Unsupported),
@@ -549,6 +568,11 @@ mod tests {
         assert_eq!(b.recorded_until, Some(t("2026-11-03T00:00:00.000001Z")));
         assert_eq!(b.types, None);
         assert_eq!(b.possible_types(), Some(vec!["app.sync".to_string()]));
+        // `time > t` keeps t's own microsecond out; `time <= t` keeps it in.
+        let after = EventBounds::from_filters(&[col("time").gt(ts("2026-11-01T00:00:00Z"))]);
+        assert_eq!(after.since, Some(t("2026-11-01T00:00:00.000001Z")));
+        let before = EventBounds::from_filters(&[col("time").lt_eq(ts("2026-11-01T00:00:00Z"))]);
+        assert_eq!(before.until, Some(t("2026-11-01T00:00:00.000001Z")));
         let listed = EventBounds::from_filters(&[
             col("type").in_list(vec![lit("object.observed"), lit("object.deleted")], false)
         ]);
