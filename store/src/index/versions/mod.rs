@@ -453,20 +453,11 @@ impl VersionIndex {
     /// zones they lack (a ledger written before zones, or a crash between
     /// a batch's rows and its zones).
     pub(crate) fn zones_missing(&self) -> Result<(u64, u64), StoreError> {
-        let committed: Vec<(u32, ClusterMeta)> = self
-            .catalog()
-            .committed
-            .iter()
-            .map(|(no, meta)| (*no, *meta))
-            .collect();
         let (mut clusters, mut zones) = (0, 0);
-        for (no, meta) in committed {
-            let dir = self.cluster_dir(no);
-            if dir.exists() {
-                let lacking = zones::missing(&dir, meta.rows)?;
-                clusters += u64::from(lacking > 0);
-                zones += lacking;
-            }
+        for (dir, rows) in self.committed_dirs() {
+            let lacking = zones::missing(&dir, rows)?;
+            clusters += u64::from(lacking > 0);
+            zones += lacking;
         }
         Ok((clusters, zones))
     }
@@ -474,19 +465,25 @@ impl VersionIndex {
     /// Completes every cluster's zone map (see [`Self::zones_missing`]);
     /// a cluster whose map is whole costs an open.
     pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {
-        let committed: Vec<(u32, ClusterMeta)> = self
+        for (dir, rows) in self.committed_dirs() {
+            zones::complete(&dir, rows)?;
+        }
+        Ok(())
+    }
+
+    /// Each cluster's directory that exists, with its committed rows.
+    fn committed_dirs(&self) -> Vec<(PathBuf, u64)> {
+        let committed: Vec<(u32, u64)> = self
             .catalog()
             .committed
             .iter()
-            .map(|(no, meta)| (*no, *meta))
+            .map(|(no, meta)| (*no, meta.rows))
             .collect();
-        for (no, meta) in committed {
-            let dir = self.cluster_dir(no);
-            if dir.exists() {
-                zones::complete(&dir, meta.rows)?;
-            }
-        }
-        Ok(())
+        committed
+            .into_iter()
+            .map(|(no, rows)| (self.cluster_dir(no), rows))
+            .filter(|(dir, _)| dir.exists())
+            .collect()
     }
 
     /// A copy of one cluster's versions, as much as `span` asks for
