@@ -30,11 +30,19 @@ struct Ev {
     who: Option<u8>,
 }
 
+/// Minutes that are exactly the time bounds of [`predicates`]
+/// (2026-11-01T12:00 and 2026-11-02T06:00): a third of the events fall on
+/// one, so that `>` against `>=` and `<` against `<=` answer differently.
+const BOUNDARY_MINUTES: [u32; 2] = [120, 300];
+
 fn ev() -> impl Strategy<Value = Ev> {
     (
         0..TYPES.len(),
         0u8..4,
-        0u32..600,
+        prop_oneof![
+            2 => 0u32..600,
+            1 => proptest::sample::select(BOUNDARY_MINUTES.to_vec()),
+        ],
         proptest::option::of(0u8..3),
     )
         .prop_map(|(kind, cluster, minute, who)| Ev {
@@ -159,6 +167,8 @@ fn predicates(recorded_mid: &str) -> Vec<String> {
         "type = 'no.such.type'".into(),
         "cluster = 'c2' AND type = 'object.observed'".into(),
         "time >= '2026-11-01T12:00:00Z' AND time < '2026-11-02T06:00:00Z'".into(),
+        "time > '2026-11-01T12:00:00Z' AND time <= '2026-11-02T06:00:00Z'".into(),
+        "time <= '2026-11-01T12:00:00Z' OR time > '2026-11-02T06:00:00Z'".into(),
         format!("recorded_at <= '{recorded_mid}'"),
         format!("recorded_at > '{recorded_mid}' AND cluster = 'c3'"),
         "index >= 7 AND index < 30".into(),
