@@ -223,3 +223,97 @@ fn time_key(prefix: &str, time: Timestamp, index: u64) -> Vec<u8> {
 fn sortable_micros(micros: i64) -> [u8; 8] {
     ((micros as u64) ^ (1 << 63)).to_be_bytes()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::runs::Reads;
+    use annal_schemas::Envelope;
+    use proptest::prelude::*;
+
+    const HOUR: i64 = 3_600_000_000;
+
+    fn keys(dir: &Path) -> (fjall::Database, Keys) {
+        let db = fjall::Database::builder(dir).open().unwrap();
+        let open = |name| Buffered::open(&db, name, Reads::Range).unwrap();
+        let keys = Keys::new(dir, open("ids"), open("cluster_time"), open("type_time"));
+        (db, keys)
+    }
+
+    fn facts(cluster: &str, event_type: &str, micros: i64) -> Facts {
+        let time = Timestamp::from_unix_micros(micros).unwrap();
+        let data = match event_type {
+            "cluster.heartbeat" => r#"{"agent":"a"}"#,
+            _ => r#"{"display_name":"d"}"#,
+        };
+        Facts::of(
+            &Envelope::parse(
+                format!(
+                    r#"{{"schema":"annal.event/v1","id":"x","type":"{event_type}",
+                    "time":"{time}","cluster":"{cluster}","data":{data}}}"#
+                )
+                .as_bytes(),
+            )
+            .unwrap(),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Against a list of (cluster, type, time, index): every scan of
+        /// a cluster or a type, unbounded or bounded on either side,
+        /// answers the model's entries in (time, index) order, whether
+        /// their keys wait in memory or sit in runs (late entries, equal
+        /// times, before 1970, and a scan from after its end, which
+        /// panicked in the pending keys' `BTreeMap`).
+        #[test]
+        fn scans_answer_as_a_sorted_model(
+            entries in prop::collection::vec(
+                (0u8..3, any::<bool>(), -30i64..80, any::<bool>(), any::<bool>()),
+                0..60,
+            ),
+            bounds in prop::collection::vec((prop::option::of(-40i64..90), prop::option::of(-40i64..90)), 1..6),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let (_db, keys) = keys(dir.path());
+            // Around 2026-11-01T00:00Z, in hours, some at midnight exactly;
+            // and around the epoch.
+            let base = |epoch: bool| if epoch { 0 } else { 1_761_955_200_000_000i64 };
+            let mut model = Vec::new();
+            for (index, (c, heartbeat, hours, epoch, flush)) in entries.into_iter().enumerate() {
+                let cluster = format!("c{c}");
+                let event_type = if heartbeat { "cluster.heartbeat" } else { "cluster.registered" };
+                let micros = base(epoch) + hours * HOUR * 6 + i64::from(c);
+                keys.add(index as u64, &format!("id{index}"), &facts(&cluster, event_type, micros));
+                model.push((cluster, event_type, micros, index as u64));
+                if flush {
+                    keys.flush().unwrap();
+                }
+            }
+            for (epoch, (from, to)) in [false, true].into_iter().zip(bounds.iter().cycle()) {
+                let at = |h: &Option<i64>| h.map(|h| Timestamp::from_unix_micros(base(epoch) + h * HOUR * 6).unwrap());
+                let (from, to) = (at(from), at(to));
+                for key in ["c0", "c1", "c2", "cluster.heartbeat", "cluster.registered"] {
+                    let scan = match key.starts_with("cluster.") {
+                        true => ScanKey::Type(key),
+                        false => ScanKey::Cluster(key),
+                    };
+                    let got: Vec<u64> = keys.scan(scan, from, to).map(|i| i.unwrap()).collect();
+                    let mut want: Vec<(i64, u64)> = model
+                        .iter()
+                        .filter(|(c, t, m, _)| {
+                            (c == key || *t == key)
+                                && from.is_none_or(|f| *m >= f.unix_micros())
+                                && to.is_none_or(|t| *m < t.unix_micros())
+                        })
+                        .map(|(_, _, m, i)| (*m, *i))
+                        .collect();
+                    want.sort_unstable();
+                    let want: Vec<u64> = want.into_iter().map(|(_, i)| i).collect();
+                    prop_assert_eq!(got, want, "{} from {:?} to {:?}", key, from, to);
+                }
+            }
+        }
+    }
+}

@@ -152,6 +152,9 @@ impl Buffered {
         start: Vec<u8>,
         end: Vec<u8>,
     ) -> impl Iterator<Item = Result<Pair, fjall::Error>> + 'static {
+        // An empty range (a scan from after its end): a `BTreeMap` panics
+        // on it.
+        let end = end.max(start.clone());
         self.merged((Bound::Included(start), Bound::Excluded(end)))
     }
 
