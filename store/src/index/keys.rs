@@ -231,7 +231,8 @@ mod tests {
     use annal_schemas::Envelope;
     use proptest::prelude::*;
 
-    const HOUR: i64 = 3_600_000_000;
+    /// The generated instants' step: six hours.
+    const STEP: i64 = 6 * 3_600_000_000;
 
     fn keys(dir: &Path) -> (fjall::Database, Keys) {
         let db = fjall::Database::builder(dir).open().unwrap();
@@ -277,14 +278,13 @@ mod tests {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let (_db, keys) = keys(dir.path());
-            // Around 2026-11-01T00:00Z, in hours, some at midnight exactly;
-            // and around the epoch.
+            // Around 2026-11-01T00:00Z or around the epoch, in steps.
             let base = |epoch: bool| if epoch { 0 } else { 1_761_955_200_000_000i64 };
             let mut model = Vec::new();
-            for (index, (c, heartbeat, hours, epoch, flush)) in entries.into_iter().enumerate() {
+            for (index, (c, heartbeat, steps, epoch, flush)) in entries.into_iter().enumerate() {
                 let cluster = format!("c{c}");
                 let event_type = if heartbeat { "cluster.heartbeat" } else { "cluster.registered" };
-                let micros = base(epoch) + hours * HOUR * 6 + i64::from(c);
+                let micros = base(epoch) + steps * STEP + i64::from(c);
                 keys.add(index as u64, &format!("id{index}"), &facts(&cluster, event_type, micros));
                 model.push((cluster, event_type, micros, index as u64));
                 if flush {
@@ -292,7 +292,7 @@ mod tests {
                 }
             }
             for (epoch, (from, to)) in [false, true].into_iter().zip(bounds.iter().cycle()) {
-                let at = |h: &Option<i64>| h.map(|h| Timestamp::from_unix_micros(base(epoch) + h * HOUR * 6).unwrap());
+                let at = |h: &Option<i64>| h.map(|h| Timestamp::from_unix_micros(base(epoch) + h * STEP).unwrap());
                 let (from, to) = (at(from), at(to));
                 for key in ["c0", "c1", "c2", "cluster.heartbeat", "cluster.registered"] {
                     let scan = match key.starts_with("cluster.") {

@@ -154,7 +154,7 @@ impl Buffered {
     ) -> impl Iterator<Item = Result<Pair, fjall::Error>> + 'static {
         // An empty range (a scan from after its end): a `BTreeMap` panics
         // on it.
-        let end = end.max(start.clone());
+        let end = if end < start { start.clone() } else { end };
         self.merged((Bound::Included(start), Bound::Excluded(end)))
     }
 
