@@ -8,14 +8,14 @@
 //! mark names is on disk, and the mark is stored with the root of the log
 //! at its size.** Commits add their keys and object states to memory
 //! ([`runs`]) and their version rows to the files, without a sync: the
-//! leaf files are the write-ahead log. About once a second (and when the
+//! leaf files are the write-ahead log. Every three seconds (and when the
 //! pending keys pass [`PENDING_BYTES`], and on close) the version files
 //! are synced, the pending keys are written as sorted runs, and then the
 //! mark moves to the log size they cover.
 //!
 //! What a crash loses is therefore a tail: the next open finds the mark,
 //! cuts the version files to its lengths and replays the leaves past it,
-//! a second or so of ingest, never the whole log. Keys that reached a run
+//! a few seconds of ingest, never the whole log. Keys that reached a run
 //! after the mark are written again with the same values. fjall's journal
 //! carries none of this, so an open does not replay it. An index that
 //! does not open, whose mark passes the log, whose recorded root is not
@@ -62,7 +62,13 @@ const JOURNAL_BYTES: u64 = 64 << 20;
 /// Block cache shared by the keyspaces.
 const CACHE_BYTES: u64 = 16 << 20;
 /// How often a mark is written: the most an open after a crash replays.
-const SYNC_EVERY: Duration = Duration::from_secs(1);
+///
+/// Each mark writes one run per keyspace and syncs every cluster's
+/// version files, so it also sets how small the runs are: at one second,
+/// the runs' compaction took a third of ingest's CPU (see
+/// `runs::L0_RUNS`). Three seconds is about 100k events of replay after
+/// a crash (a second or two on open).
+const SYNC_EVERY: Duration = Duration::from_secs(3);
 
 /// What the indexes need from one event.
 ///
@@ -365,7 +371,7 @@ impl Indexes {
 
     /// Adds the entries at `first..` (their ids and facts), which now
     /// cover the log up to the end of them, where its root is `root`.
-    /// About once a second, a mark is written.
+    /// Every [`SYNC_EVERY`], a mark is written.
     pub(crate) fn apply<'a>(
         &self,
         first: u64,

@@ -54,13 +54,32 @@ pub(crate) enum Reads {
 /// compaction held 44 MB of input blocks and 34 MB of hashes at ingest's
 /// peak (heaptrack, 3M events), and compactions grow with the ledger.
 /// Smaller tables bound that; fjall keeps a keyspace's options from its
-/// creation, so ledgers made before keep theirs.
-const TABLE_BYTES: u64 = 16 << 20;
+/// creation, so ledgers made before keep theirs (until `annal reindex`).
+const TABLE_BYTES: u64 = 4 << 20;
+
+/// Runs in level 0 before they are merged into the level below (fjall's
+/// default is 4), and the size ratio between levels (its default is 10).
+///
+/// Why: every run holds keys from the whole key space (ids are random,
+/// and each run has every cluster's and type's newest times), so a merge
+/// from level 0 rewrites all of level 1, whose size is `TABLE_BYTES *
+/// L0_RUNS`. With fjall's defaults and a run per second, compaction
+/// rewrote 64 MiB for every 2 MiB of new ids and took as much CPU as the
+/// commit thread (34% of the process at 4M events, 37% at 5M of 10M);
+/// with 16 runs of three seconds each, level 0 gathers about 48 s of keys
+/// before one merge, and the worker used 14 s of CPU over a 4M-event
+/// ingest instead of 114 s (`bench/results`, README "Storage"). A lookup
+/// checks up to 16 more bloom filters, which are pinned in memory.
+const L0_RUNS: u8 = 16;
+const LEVEL_RATIO: f32 = 4.0;
 
 impl Reads {
     fn options(self) -> KeyspaceCreateOptions {
         let base = KeyspaceCreateOptions::default().compaction_strategy(Arc::new(
-            fjall::compaction::Leveled::default().with_table_target_size(TABLE_BYTES),
+            fjall::compaction::Leveled::default()
+                .with_table_target_size(TABLE_BYTES)
+                .with_l0_threshold(L0_RUNS)
+                .with_level_ratio_policy(vec![LEVEL_RATIO]),
         ));
         match self {
             Reads::Point => base

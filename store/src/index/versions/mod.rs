@@ -39,7 +39,7 @@ mod row;
 mod source;
 mod zones;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
@@ -412,15 +412,20 @@ impl VersionIndex {
                 .map(|(no, meta)| (*no, *meta))
                 .collect()
         };
-        for (no, meta) in unsynced {
-            match w.open.get_mut(&no) {
-                Some(files) => {
-                    files.sync()?;
-                }
-                None => files::sync_paths(&self.cluster_dir(no))?,
-            }
-            self.catalog_mut().synced.insert(no, meta);
-        }
+        let closed: Vec<PathBuf> = unsynced
+            .iter()
+            .filter(|(no, _)| !w.open.contains_key(no))
+            .map(|(no, _)| self.cluster_dir(*no))
+            .collect();
+        let wanted: HashSet<u32> = unsynced.iter().map(|(no, _)| *no).collect();
+        let open: Vec<&mut ClusterFiles> = w
+            .open
+            .iter_mut()
+            .filter(|(no, _)| wanted.contains(no))
+            .map(|(_, files)| files)
+            .collect();
+        sync_in_parallel(open, closed)?;
+        self.catalog_mut().synced.extend(unsynced);
         Ok(self.snapshot())
     }
 
@@ -641,4 +646,55 @@ fn u32_value(bytes: &[u8]) -> Result<u32, StoreError> {
         .try_into()
         .map(u32::from_be_bytes)
         .map_err(|_| StoreError::Corrupt("bad u32 in the version index".into()))
+}
+
+/// Threads that sync cluster files at once.
+const SYNC_THREADS: usize = 16;
+
+/// Syncs the files of the `open` clusters and of the `closed` ones'
+/// folders, up to [`SYNC_THREADS`] clusters at a time.
+///
+/// Why: a mark syncs four files for every cluster written since the last
+/// one, and a fleet writes to every cluster every second. One after
+/// another, those `fdatasync`s (400 for 100 clusters) kept the commit
+/// thread waiting for the disk a third of the time (`perf sched` at 2M
+/// events of a 4M ingest); issued together, the file system commits them
+/// in a few journal transactions.
+fn sync_in_parallel(open: Vec<&mut ClusterFiles>, closed: Vec<PathBuf>) -> Result<(), StoreError> {
+    enum Job<'a> {
+        Open(&'a mut ClusterFiles),
+        Closed(PathBuf),
+    }
+    let run = |jobs: Vec<Job<'_>>| -> Result<(), StoreError> {
+        for job in jobs {
+            match job {
+                Job::Open(files) => {
+                    files.sync()?;
+                }
+                Job::Closed(dir) => files::sync_paths(&dir)?,
+            }
+        }
+        Ok(())
+    };
+    let mut jobs: Vec<Job<'_>> = open.into_iter().map(Job::Open).collect();
+    jobs.extend(closed.into_iter().map(Job::Closed));
+    if jobs.len() <= 1 {
+        return run(jobs);
+    }
+    let per_thread = jobs.len().div_ceil(SYNC_THREADS);
+    let mut shares = Vec::new();
+    while !jobs.is_empty() {
+        shares.push(jobs.split_off(jobs.len().saturating_sub(per_thread)));
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| scope.spawn(move || run(share)))
+            .collect();
+        // Every thread is joined before the first error is returned.
+        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        results.into_iter().try_for_each(|r| {
+            r.unwrap_or_else(|_| Err(StoreError::Corrupt("a version file sync panicked".into())))
+        })
+    })
 }
