@@ -64,12 +64,13 @@ const TABLE_BYTES: u64 = 4 << 20;
 /// and each run has every cluster's and type's newest times), so a merge
 /// from level 0 rewrites all of level 1, whose size is `TABLE_BYTES *
 /// L0_RUNS`. With fjall's defaults and a run per second, compaction
-/// rewrote 64 MiB for every 2 MiB of new ids and took as much CPU as the
-/// commit thread (34% of the process at 4M events, 37% at 5M of 10M);
-/// with 16 runs of three seconds each, level 0 gathers about 48 s of keys
-/// before one merge, and the worker used 14 s of CPU over a 4M-event
-/// ingest instead of 114 s (`bench/results`, README "Storage"). A lookup
-/// checks up to 16 more bloom filters, which are pinned in memory.
+/// rewrote 64 MiB for every 2 MiB of new ids and its worker took a third
+/// of ingest's CPU (34% over 4M- and 5M-event ingests, 37% in the middle
+/// of a 10M one). With 16 runs of three seconds each, level 0 gathers
+/// about 48 s of keys before one merge: the worker used 14 s of CPU over
+/// the 4M-event ingest instead of 114 s (README "Storage: compaction of
+/// the key indexes"). The price is on reads: a lookup checks up to 16
+/// more bloom filters (pinned in memory), 9% of the commit thread at 10M.
 const L0_RUNS: u8 = 16;
 const LEVEL_RATIO: f32 = 4.0;
 
