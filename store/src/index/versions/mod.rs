@@ -412,19 +412,19 @@ impl VersionIndex {
                 .map(|(no, meta)| (*no, *meta))
                 .collect()
         };
-        let closed: Vec<PathBuf> = unsynced
+        let wanted: HashSet<u32> = unsynced.iter().map(|(no, _)| *no).collect();
+        let mut jobs: Vec<SyncJob<'_>> = unsynced
             .iter()
             .filter(|(no, _)| !w.open.contains_key(no))
-            .map(|(no, _)| self.cluster_dir(*no))
+            .map(|(no, _)| SyncJob::Closed(self.cluster_dir(*no)))
             .collect();
-        let wanted: HashSet<u32> = unsynced.iter().map(|(no, _)| *no).collect();
-        let open: Vec<&mut ClusterFiles> = w
-            .open
-            .iter_mut()
-            .filter(|(no, _)| wanted.contains(no))
-            .map(|(_, files)| files)
-            .collect();
-        sync_in_parallel(open, closed)?;
+        jobs.extend(
+            w.open
+                .iter_mut()
+                .filter(|(no, _)| wanted.contains(no))
+                .map(|(_, files)| SyncJob::Open(files)),
+        );
+        sync_in_parallel(&mut jobs)?;
         self.catalog_mut().synced.extend(unsynced);
         Ok(self.snapshot())
     }
@@ -651,8 +651,13 @@ fn u32_value(bytes: &[u8]) -> Result<u32, StoreError> {
 /// Threads that sync cluster files at once.
 const SYNC_THREADS: usize = 16;
 
-/// Syncs the files of the `open` clusters and of the `closed` ones'
-/// folders, up to [`SYNC_THREADS`] clusters at a time.
+/// One cluster's files to sync: open ones, or a folder not open now.
+enum SyncJob<'a> {
+    Open(&'a mut ClusterFiles),
+    Closed(PathBuf),
+}
+
+/// Syncs the clusters' files, up to [`SYNC_THREADS`] clusters at a time.
 ///
 /// Why: a mark syncs four files for every cluster written since the last
 /// one, and a fleet writes to every cluster every second. One after
@@ -660,35 +665,25 @@ const SYNC_THREADS: usize = 16;
 /// of the commit thread's sleeps, which were 37% of its time (`perf
 /// sched` at 2M events of a 4M ingest); issued together, the file system
 /// can commit them in a few journal transactions.
-fn sync_in_parallel(open: Vec<&mut ClusterFiles>, closed: Vec<PathBuf>) -> Result<(), StoreError> {
-    enum Job<'a> {
-        Open(&'a mut ClusterFiles),
-        Closed(PathBuf),
-    }
-    let run = |jobs: Vec<Job<'_>>| -> Result<(), StoreError> {
-        for job in jobs {
+fn sync_in_parallel(jobs: &mut [SyncJob<'_>]) -> Result<(), StoreError> {
+    let run = |share: &mut [SyncJob<'_>]| -> Result<(), StoreError> {
+        for job in share {
             match job {
-                Job::Open(files) => {
+                SyncJob::Open(files) => {
                     files.sync()?;
                 }
-                Job::Closed(dir) => files::sync_paths(&dir)?,
+                SyncJob::Closed(dir) => files::sync_paths(dir)?,
             }
         }
         Ok(())
     };
-    let mut jobs: Vec<Job<'_>> = open.into_iter().map(Job::Open).collect();
-    jobs.extend(closed.into_iter().map(Job::Closed));
     if jobs.len() <= 1 {
         return run(jobs);
     }
     let per_thread = jobs.len().div_ceil(SYNC_THREADS);
-    let mut shares = Vec::new();
-    while !jobs.is_empty() {
-        shares.push(jobs.split_off(jobs.len().saturating_sub(per_thread)));
-    }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
+        let handles: Vec<_> = jobs
+            .chunks_mut(per_thread)
             .map(|share| scope.spawn(move || run(share)))
             .collect();
         // Every thread is joined before the first error is returned.
