@@ -9,9 +9,11 @@
 //! in sorted runs ([`super::runs`]), not through its journal.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use annal_schemas::Timestamp;
 
+use super::id_filter::{Filling, IdFilter};
 use super::runs::Buffered;
 use super::{index_error, Facts};
 use crate::StoreError;
@@ -29,6 +31,10 @@ pub enum ScanKey<'a> {
 pub(crate) struct Keys {
     path: PathBuf,
     ids: Buffered,
+    /// Answers "is this id new?" before the id index is asked.
+    filter: Arc<IdFilter>,
+    /// The filter's fill from the index, while under way.
+    filling: Mutex<Filling>,
     cluster_time: Buffered,
     type_time: Buffered,
 }
@@ -43,6 +49,8 @@ impl Keys {
         Keys {
             path: path.to_path_buf(),
             ids,
+            filter: Arc::new(IdFilter::new()),
+            filling: Mutex::new(Filling::default()),
             cluster_time,
             type_time,
         }
@@ -50,6 +58,7 @@ impl Keys {
 
     /// Adds the keys of the entry at `index`.
     pub(super) fn add(&self, index: u64, id: &str, facts: &Facts) {
+        self.filter.insert(id.as_bytes());
         self.ids
             .insert(id.as_bytes().to_vec(), index.to_be_bytes().to_vec());
         let cluster = facts.cluster.as_deref().unwrap_or("");
@@ -79,14 +88,45 @@ impl Keys {
 
     /// Empties the three indexes.
     pub(super) fn clear(&self) -> Result<(), StoreError> {
-        for b in [&self.ids, &self.cluster_time, &self.type_time] {
-            b.clear().map_err(|e| index_error(&self.path, e))?;
+        // Even when a clear fails half way, the filter may claim no more
+        // than the ids index holds: a partly cleared index is rebuilt.
+        let cleared = [&self.ids, &self.cluster_time, &self.type_time]
+            .iter()
+            .try_for_each(|b| b.clear().map_err(|e| index_error(&self.path, e)));
+        match cleared {
+            Ok(()) => self.filter.reset(),
+            Err(_) => *self.filling.lock().unwrap_or_else(|p| p.into_inner()) = Filling::default(),
         }
-        Ok(())
+        cleared
+    }
+
+    /// Fills the id filter from the id index on a thread of its own (a
+    /// writer's open: until it is done, the index answers every lookup).
+    pub(super) fn fill_id_filter(&self) {
+        let ids = self.ids.all().map(|kv| kv.map(|(id, _)| id));
+        *self.filling.lock().unwrap_or_else(|p| p.into_inner()) = self.filter.fill(ids);
+    }
+
+    /// The id filter (tests).
+    #[cfg(test)]
+    pub(crate) fn id_filter(&self) -> &IdFilter {
+        &self.filter
+    }
+
+    /// Waits for the id filter's fill to end (tests).
+    #[cfg(test)]
+    pub(crate) fn wait_for_id_filter(&self) {
+        self.filling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .wait();
     }
 
     /// The log index of the entry with envelope id `id`.
     pub(crate) fn id(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        if self.filter.absent(id.as_bytes()) {
+            return Ok(None);
+        }
         let Some(v) = self
             .ids
             .get(id.as_bytes())
@@ -173,6 +213,7 @@ impl Keys {
     #[cfg(test)]
     pub(crate) fn remap_id(&self, id: &str, index: u64) -> Result<(), StoreError> {
         self.ids.forget_pending(id.as_bytes());
+        self.filter.insert(id.as_bytes());
         self.ids
             .stored()
             .insert(id.as_bytes(), index.to_be_bytes())

@@ -1,5 +1,6 @@
 //! The derived indexes under `DATA/index/`: the key indexes ([`keys`]:
-//! ids, cluster and type time orders) and the object version index's
+//! ids, cluster and type time orders, with an [`id_filter`] in memory in
+//! front of the ids) and the object version index's
 //! per-object state ([`versions`], whose rows live in plain append-only
 //! files beside it), in one fjall database, and the [`mark`] that says
 //! what they hold.
@@ -23,6 +24,7 @@
 //! from a restore), or whose version files are shorter than recorded, is
 //! never trusted: it is emptied and rebuilt from the leaves.
 
+mod id_filter;
 mod keys;
 pub(crate) mod mark;
 mod preflight;
@@ -185,6 +187,13 @@ impl Indexes {
             Ok(index) => match index.old_layout()? {
                 None => {
                     let opened = index.take_mark(mark, existed)?;
+                    // A writer asks the id index of every event it
+                    // appends: the filter in front of it is filled from
+                    // the runs meanwhile (emptied indexes start with an
+                    // empty, complete one).
+                    if opened == Opened::Existing && compaction == Compaction::Background {
+                        index.keys.fill_id_filter();
+                    }
                     return Ok((index, opened));
                 }
                 // Rebuilt in a fresh directory: fjall would go on
