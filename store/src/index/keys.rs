@@ -88,16 +88,14 @@ impl Keys {
 
     /// Empties the three indexes.
     pub(super) fn clear(&self) -> Result<(), StoreError> {
-        // Even when a clear fails half way, the filter may claim no more
-        // than the ids index holds: a partly cleared index is rebuilt.
-        let cleared = [&self.ids, &self.cluster_time, &self.type_time]
-            .iter()
-            .try_for_each(|b| b.clear().map_err(|e| index_error(&self.path, e)));
-        match cleared {
-            Ok(()) => self.filter.reset(),
-            Err(_) => *self.filling.lock().unwrap_or_else(|p| p.into_inner()) = Filling::default(),
+        for b in [&self.ids, &self.cluster_time, &self.type_time] {
+            b.clear().map_err(|e| index_error(&self.path, e))?;
         }
-        cleared
+        // Only once the ids are gone: a clear that failed half way leaves
+        // the filter holding more ids than the index, which costs lookups,
+        // never a wrong "new".
+        self.filter.reset();
+        Ok(())
     }
 
     /// Fills the id filter from the id index on a thread of its own (a
