@@ -219,13 +219,15 @@ fn a_cancelled_query_gives_the_servers_memory_back() {
     );
     // The pool holds nothing once the query's tasks have stopped, and the
     // process gives the pages back (the allocator returns freed memory
-    // within moments): wait for both, bounded.
+    // within moments alone, but with the whole suite running on two cores
+    // one run still held 28 MB too many after 10 s): wait for both,
+    // bounded at 30 s.
     let reserved = || {
         let (_, metrics) = server.request("GET", "/metrics", None, "");
         metric(&metrics, "annal_sql_memory_reserved_bytes")
     };
     let mut now = (reserved(), server.rss_bytes());
-    for _ in 0..200 {
+    for _ in 0..600 {
         if now.0 == 0.0 && now.1 < baseline + grown / 4 {
             break;
         }
