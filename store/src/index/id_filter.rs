@@ -24,7 +24,9 @@
 //! (160 MiB, 128M ids). Past that the filter is dropped, its memory
 //! freed, and every lookup asks the index again.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(test)]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -43,6 +45,7 @@ pub(crate) struct IdFilter {
     segment_ids: u64,
     max_segments: usize,
     /// Lookups the filter answered "new" (tests: the filter is used).
+    #[cfg(test)]
     answered: AtomicU64,
 }
 
@@ -88,6 +91,7 @@ impl IdFilter {
             }),
             segment_ids: segment_ids.max(1),
             max_segments: max_segments.max(1),
+            #[cfg(test)]
             answered: AtomicU64::new(0),
         }
     }
@@ -100,6 +104,7 @@ impl IdFilter {
         }
         let h = hash(id);
         let absent = !inner.segments.iter().any(|s| s.contains_hash(h));
+        #[cfg(test)]
         if absent {
             self.answered.fetch_add(1, Ordering::Relaxed);
         }
