@@ -98,6 +98,13 @@ pub enum Rebuild {
         /// Zones to compute (each the bounds of 512 rows).
         zones: u64,
     },
+    /// The version files of `clusters` clusters have no checksums (a
+    /// ledger written before them): computed now from the files, with
+    /// their zone maps, before the open returns.
+    Checksums {
+        /// Clusters whose files are read and checksummed.
+        clusters: u64,
+    },
     /// `chunks` column chunks of an older sidecar layout are being written
     /// again in the background (scans read their entries from the leaves
     /// until then).
@@ -1029,10 +1036,15 @@ impl Store {
             _ => {
                 let damage = owned.keys.damaged_files()?;
                 if damage.is_none() {
-                    // A ledger from before zone maps gets them here, once.
+                    // A ledger from before zone maps or checksums gets
+                    // them here, once.
                     let (clusters, zones) = owned.keys.zones_missing()?;
                     if zones > 0 {
                         report(Rebuild::Zones { clusters, zones });
+                    }
+                    let clusters = owned.keys.unsummed();
+                    if clusters > 0 {
+                        report(Rebuild::Checksums { clusters });
                     }
                     owned.keys.complete_zones()?;
                 }
@@ -1171,7 +1183,7 @@ impl Store {
         match &self.hold {
             Hold::Owned(owned) => {
                 self.keys_current()?;
-                owned.keys.cluster_versions(cluster, span)
+                self.repaired(|| owned.keys.cluster_versions(cluster, span))
             }
             Hold::View(view) => view
                 .cluster(&self.dir.versions(), cluster)

@@ -429,6 +429,77 @@ fn version_files_past_or_short_of_their_recorded_lengths_are_cut_or_rebuilt() {
     assert!(expected.iter().all(|r| rebuilt.contains(r)));
 }
 
+/// Every version file of a cluster with complete zones, damaged by one
+/// flipped byte in a closed ledger: the next reads answer as the log says
+/// (the damage is found by its checksum and the indexes rebuilt), both a
+/// read of every version and one through the zone map.
+#[test]
+fn a_flipped_byte_in_any_version_file_is_found_and_rebuilt_from_the_log() {
+    let intact = tempfile::tempdir().unwrap();
+    Store::init(intact.path(), "annal.test/store").unwrap();
+    let span = crate::versions::Span::Starting {
+        since: i64::MIN,
+        until: i64::MAX,
+    };
+    let starting = |store: &Store| {
+        let v = store.cluster_versions_in("c1", span).unwrap().unwrap();
+        let mut got: Vec<(String, i64)> = v
+            .rows()
+            .iter()
+            .map(|r| (v.object(r.object).unwrap().name.to_string(), r.from))
+            .collect();
+        got.sort();
+        got
+    };
+    let (all, some) = {
+        let store = Store::open(intact.path()).unwrap();
+        let events = (0..1100u32).map(|i| {
+            Envelope::parse(
+                format!(
+                    r#"{{"schema":"annal.event/v1","id":"f{i}","type":"object.observed",
+                    "time":"2026-11-01T{:02}:{:02}:00Z","cluster":"c1",
+                    "data":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"o{}","namespace":"ns","labels":{{"i":"{i}"}}}}}}}}"#,
+                    i / 60, i % 60, i % 13
+                )
+                .as_bytes(),
+            )
+            .unwrap()
+        });
+        store.append(events.collect()).unwrap();
+        (version_intervals(&store), starting(&store))
+    };
+    assert_eq!(all.len(), 1100);
+    let files = layout::DataDir::new(intact.path()).versions().join("0");
+    for name in ["rows", "details", "objects", "zonemap"] {
+        for part in [0, 1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            copy_dir(intact.path(), dir.path());
+            let path = dir
+                .path()
+                .join(files.strip_prefix(intact.path()).unwrap())
+                .join(name);
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = bytes.len() * part / 3 + 5;
+            bytes[at] ^= 0x10;
+            std::fs::write(&path, &bytes).unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            // Either read may meet the damage first.
+            if part == 1 {
+                assert_eq!(starting(&store), some, "{name} at {at}");
+                assert_eq!(version_intervals(&store), all, "{name} at {at}");
+            } else {
+                assert_eq!(version_intervals(&store), all, "{name} at {at}");
+                assert_eq!(starting(&store), some, "{name} at {at}");
+            }
+            assert_ne!(
+                std::fs::read(&path).unwrap(),
+                bytes,
+                "{name} at {at}: rebuilt"
+            );
+        }
+    }
+}
+
 /// A ledger whose version files have no zone map (written before zone
 /// maps, or the file lost) gets one when a writer opens it, before any
 /// write; a read of the rows starting in a range then skips the zones
@@ -459,10 +530,12 @@ fn a_missing_zone_map_is_computed_on_open_and_narrows_starting_reads() {
         });
         store.append(events.collect()).unwrap();
     }
-    let zones = layout::DataDir::new(dir.path()).versions().join("0/zones");
+    let zones = layout::DataDir::new(dir.path())
+        .versions()
+        .join("0/zonemap");
     assert_eq!(
         std::fs::metadata(&zones).unwrap().len(),
-        2 * 16,
+        2 * 24,
         "two complete zones"
     );
     std::fs::remove_file(&zones).unwrap();
@@ -478,7 +551,7 @@ fn a_missing_zone_map_is_computed_on_open_and_narrows_starting_reads() {
     );
     assert_eq!(
         std::fs::metadata(&zones).unwrap().len(),
-        2 * 16,
+        2 * 24,
         "computed again on open"
     );
     drop(store);
@@ -1213,6 +1286,56 @@ fn a_ledger_in_the_third_layout_opens_rebuilt_in_a_fresh_index_with_its_answers_
         leaf_files(&data),
         before,
         "leaf, offset and tree files unchanged"
+    );
+}
+
+/// A ledger whose mark has no checksums (index layout 4 before them):
+/// the open computes them from the files, once, and writes the zone maps
+/// again; nothing else is rebuilt, and a byte flipped afterwards is found.
+#[test]
+fn a_ledger_without_version_checksums_gets_them_on_open_with_its_answers_unchanged() {
+    let dir = fixture_copy("v4-ledger");
+    let data = crate::DataDir::new(dir.path());
+    let before = leaf_files(&data);
+    let checkpoint = std::fs::read_to_string(data.checkpoint()).unwrap();
+    let want = printed_intervals("v2-ledger.objects.json");
+    let mut reports = Vec::new();
+    let store = Store::open_reporting(dir.path(), &mut |r| reports.push(r)).unwrap();
+    assert_eq!(reports, [crate::Rebuild::Checksums { clusters: 2 }]);
+    assert_eq!(
+        root_hex(&store),
+        "e87b00b9de4bf8feb8e1bce2a35298aa05db414ebcfb9bc0cd91deb118235a65"
+    );
+    assert_eq!(store.checkpoint().unwrap(), checkpoint);
+    assert_eq!(version_intervals(&store), want);
+    drop(store);
+    let mark = std::fs::read_to_string(data.key_index().join(crate::index::mark::FILE)).unwrap();
+    assert_eq!(mark.matches("\"sums\"").count(), 2, "{mark}");
+    for cluster in ["0", "1"] {
+        let files = data.versions().join(cluster);
+        assert!(!files.join("zones").exists(), "the old zone map is gone");
+        assert!(files.join("zonemap").exists());
+    }
+    // Once: the next open computes nothing.
+    let store = Store::open_reporting(dir.path(), &mut |r| panic!("no rebuild: {r:?}")).unwrap();
+    assert_eq!(version_intervals(&store), want);
+    drop(store);
+    assert_eq!(
+        leaf_files(&data),
+        before,
+        "leaf, offset and tree files unchanged"
+    );
+    // The checksums now guard the files.
+    let details = data.versions().join("0/details");
+    let mut bytes = std::fs::read(&details).unwrap();
+    bytes[10] ^= 0x01;
+    std::fs::write(&details, &bytes).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(version_intervals(&store), want);
+    assert_ne!(
+        std::fs::read(&details).unwrap(),
+        bytes,
+        "rebuilt from the log"
     );
 }
 

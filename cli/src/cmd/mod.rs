@@ -105,6 +105,9 @@ fn open_store_with(
             annal_store::Rebuild::Zones { clusters, zones } => format!(
                 "annal: computing {zones} zone maps over the version rows of {clusters} clusters (a ledger written before zone maps; once, from the rows); the leaves, tree and checkpoints are not changed"
             ),
+            annal_store::Rebuild::Checksums { clusters } => format!(
+                "annal: checksumming the version files of {clusters} clusters and computing their zone maps (a ledger written before checksums; once, from the files); the leaves, tree and checkpoints are not changed"
+            ),
             annal_store::Rebuild::Columns { chunks } => format!(
                 "annal: writing {chunks} column chunks again in the sidecar's new layout, in the background (scans read those entries from the leaves until then)"
             ),

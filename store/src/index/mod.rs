@@ -22,7 +22,8 @@
 //! does not open, whose mark passes the log, whose recorded root is not
 //! the log's root at that size (another ledger's index, or one left over
 //! from a restore), or whose version files are shorter than recorded, is
-//! never trusted: it is emptied and rebuilt from the leaves.
+//! never trusted: it is emptied and rebuilt from the leaves; so are the
+//! indexes when a read finds bytes that fail their checksum.
 
 mod id_filter;
 mod keys;
@@ -474,10 +475,23 @@ impl Indexes {
         self.versions.zones_missing()
     }
 
-    /// Completes the version files' zone maps (see
-    /// [`VersionIndex::complete_zones`]).
+    /// Clusters whose version files have no checksums yet (see
+    /// [`VersionIndex::unsummed`]).
+    pub(crate) fn unsummed(&self) -> u64 {
+        self.versions.unsummed()
+    }
+
+    /// Completes the version files' zone maps and checksums (see
+    /// [`VersionIndex::complete_zones`]); checksums computed now are
+    /// marked at once, so they are computed once.
     pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {
-        self.versions.complete_zones()
+        if self.versions.complete_zones()? {
+            let current = *lock(&self.current);
+            if let Some((size, root)) = current {
+                self.mark(size, root)?;
+            }
+        }
+        Ok(())
     }
 
     /// Moves the mark only on close from now on (tests: the indexes as a

@@ -1,6 +1,14 @@
 //! One cluster's files: rows, details, object names and the rows' zone
 //! map, only ever appended (in batches), and cut back to the committed
 //! lengths when reopened for writing.
+//!
+//! Each file's bytes up to its committed length carry a CRC-32 in the
+//! mark ([`Sums`]), and the zone map carries one per zone of rows: a read
+//! checks everything it reads before it decodes it, so a flipped byte is
+//! found before an answer uses it, and the indexes are rebuilt from the
+//! log ([`StoreError::IndexDamaged`]). The checksums guard against damage
+//! (a disk, a copy, an editor), not against an adversary: what auditors
+//! check is the leaves and the Merkle tree.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -14,12 +22,93 @@ use crate::StoreError;
 /// The committed lengths of a cluster's files, recorded with each mark:
 /// bytes past a mark's lengths belong to entries the next open replays,
 /// and are cut off when the files are next opened for writing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ClusterMeta {
     pub(crate) rows: u64,
     pub(crate) objects: u32,
     pub(crate) objects_bytes: u64,
     pub(crate) details_bytes: u64,
+    /// The files' checksums at these lengths (`None`: a mark written
+    /// before checksums; a writer's open computes them, once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sums: Option<Sums>,
+}
+
+impl Default for ClusterMeta {
+    /// A cluster with no files yet: empty, and checksummed from the start.
+    fn default() -> Self {
+        ClusterMeta {
+            rows: 0,
+            objects: 0,
+            objects_bytes: 0,
+            details_bytes: 0,
+            sums: Some(Sums::default()),
+        }
+    }
+}
+
+/// CRC-32 of a cluster's files at their committed lengths (0 for none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Sums {
+    /// Every row.
+    pub(crate) rows: u32,
+    /// The rows past the last complete zone (each complete zone's record
+    /// in the zone map has its own).
+    pub(crate) tail: u32,
+    pub(crate) details: u32,
+    pub(crate) objects: u32,
+}
+
+/// `crc` (a CRC-32 so far) carried on over `bytes`.
+pub(crate) fn crc(crc: u32, bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new_with_initial(crc);
+    h.update(bytes);
+    h.finalize()
+}
+
+/// Damage to the files of the cluster in `dir`: the indexes are rebuilt.
+pub(crate) fn damaged(dir: &Path, reason: &str) -> StoreError {
+    StoreError::IndexDamaged {
+        path: dir.to_path_buf(),
+        reason: format!("version files: {reason}"),
+    }
+}
+
+/// Checks `bytes`, read from `dir`'s file `name`, against `want`.
+fn check(dir: &Path, name: &str, bytes: &[u8], want: u32) -> Result<(), StoreError> {
+    match crc(0, bytes) == want {
+        true => Ok(()),
+        false => Err(damaged(dir, &format!("{name} does not match its checksum"))),
+    }
+}
+
+/// The lengths of `meta` with the checksums of the files in `dir` at
+/// those lengths, computed from the files (a mark written before
+/// checksums, trusted as the length checks trusted it then); the zone map
+/// is computed again in the new format and the old one removed.
+pub(crate) fn with_sums(dir: &Path, meta: &ClusterMeta) -> Result<ClusterMeta, StoreError> {
+    let rows = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
+    let tail = rows.len() - (meta.rows % zones::ROWS) as usize * WIDTH;
+    let sums = Sums {
+        rows: crc(0, &rows),
+        tail: crc(0, &rows[tail..]),
+        details: crc(0, &read_prefix(&dir.join("details"), meta.details_bytes)?),
+        objects: crc(0, &read_prefix(&dir.join("objects"), meta.objects_bytes)?),
+    };
+    for name in [zones::FILE, zones::OLD_FILE] {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(StoreError::io(&path, e))
+            }
+            _ => {}
+        }
+    }
+    zones::complete(dir, meta.rows, &sums)?;
+    Ok(ClusterMeta {
+        sums: Some(sums),
+        ..*meta
+    })
 }
 
 /// Capacity a cluster's write buffers keep between batches. Every cluster
@@ -93,15 +182,29 @@ impl ClusterFiles {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         let open = |name: &str, len: u64| NamedFile::open(dir.join(name), len);
         let rows = open("rows", committed.rows * WIDTH as u64)?;
-        let zones_len = zones::complete(dir, committed.rows)?;
+        let committed = match committed.sums {
+            Some(_) => committed,
+            None => with_sums(dir, &committed)?,
+        };
+        let sums = committed.sums.unwrap_or_default();
+        let zones_len = zones::complete(dir, committed.rows, &sums)?;
+        // The writer carries the tail's checksum on from what is on disk:
+        // it must be what was committed.
+        let filling = zones::filling(dir, committed.rows)?;
+        if filling.sum() != sums.tail {
+            return Err(damaged(
+                dir,
+                "the rows past the last zone do not match their checksum",
+            ));
+        }
         Ok(ClusterFiles {
             rows,
             details: open("details", committed.details_bytes)?,
             objects: open("objects", committed.objects_bytes)?,
-            zones: open("zones", zones_len)?,
+            zones: open(zones::FILE, zones_len)?,
             committed,
             zones_len,
-            filling: zones::filling(dir, committed.rows)?,
+            filling,
             new_rows: Vec::new(),
             new_details: Vec::new(),
             new_objects: Vec::new(),
@@ -137,8 +240,9 @@ impl ClusterFiles {
 
     /// Adds a row.
     pub(crate) fn add_row(&mut self, r: &VersionRow) {
+        let start = self.new_rows.len();
         r.encode(&mut self.new_rows);
-        if let Some(zone) = self.filling.add(r.from) {
+        if let Some(zone) = self.filling.add(r.from, &self.new_rows[start..]) {
             zone.encode(&mut self.new_zones);
         }
     }
@@ -157,6 +261,12 @@ impl ClusterFiles {
         // After the rows: a zone's record never precedes its rows.
         self.zones.write_at(&self.new_zones, self.zones_len)?;
         self.zones_len += self.new_zones.len() as u64;
+        if let Some(s) = &mut c.sums {
+            s.rows = crc(s.rows, &self.new_rows);
+            s.tail = self.filling.sum();
+            s.details = crc(s.details, &self.new_details);
+            s.objects = crc(s.objects, &self.new_objects);
+        }
         c.rows += (self.new_rows.len() / WIDTH) as u64;
         c.details_bytes += self.new_details.len() as u64;
         c.objects_bytes += self.new_objects.len() as u64;
@@ -203,8 +313,13 @@ pub(crate) struct Contents {
 }
 
 /// Reads a cluster's committed objects, and the rows and details `span`
-/// asks for.
+/// asks for, each checked against its checksum (when the mark has them).
 pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Contents, StoreError> {
+    let checked = |name: &str, bytes: &[u8], want: Option<u32>| match want {
+        Some(want) => check(dir, name, bytes, want),
+        None => Ok(()),
+    };
+    let sums = meta.sums;
     let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
     let decode = |bytes: &[u8], rows: &mut Vec<VersionRow>| {
         rows.extend(bytes.chunks_exact(WIDTH).map(|c| {
@@ -217,15 +332,28 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
     let details = match span {
         Span::All => {
             let bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
+            checked("rows", &bytes, sums.map(|s| s.rows))?;
             rows.reserve_exact(meta.rows as usize);
             decode(&bytes, &mut rows);
             row::fill_ends(&mut rows);
-            read_prefix(&dir.join("details"), meta.details_bytes)?
+            let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
+            checked("details", &details, sums.map(|s| s.details))?;
+            details
         }
         Span::Starting { since, until } => {
             let path = dir.join("rows");
             let io = |e| StoreError::io(&path, e);
-            let ranges = zones::select(dir, meta.rows, since, until)?;
+            let complete = meta.rows / zones::ROWS;
+            let zones = zones::read(dir, complete)?;
+            if sums.is_some() && (zones.len() as u64) < complete {
+                // A writer completes the map before its mark names the
+                // rows: a short one was cut since.
+                return Err(damaged(
+                    dir,
+                    &format!("the zone map holds {} of {complete} zones", zones.len()),
+                ));
+            }
+            let ranges = zones::select(&zones, meta.rows, since, until);
             if !ranges.is_empty() {
                 let file = File::open(&path).map_err(io)?;
                 let mut bytes = Vec::new();
@@ -233,6 +361,17 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
                     bytes.resize(((r.end - r.start) * WIDTH as u64) as usize, 0);
                     file.read_exact_at(&mut bytes, r.start * WIDTH as u64)
                         .map_err(io)?;
+                    // Ranges start at a zone's first row: each piece is
+                    // one zone, checked against its record, or the tail.
+                    let zone_bytes = zones::ROWS as usize * WIDTH;
+                    for (i, piece) in bytes.chunks(zone_bytes).enumerate() {
+                        let k = (r.start / zones::ROWS) as usize + i;
+                        let want = match zones.get(k) {
+                            Some(z) => Some(z.sum),
+                            None => sums.map(|s| s.tail),
+                        };
+                        checked("rows", piece, want)?;
+                    }
                     decode(&bytes, &mut rows);
                 }
             }
@@ -240,6 +379,7 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
         }
     };
     let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
+    checked("objects", &names, sums.map(|s| s.objects))?;
     let mut name_at = Vec::with_capacity(meta.objects as usize);
     let mut at = 0usize;
     while at < names.len() {
@@ -297,7 +437,7 @@ pub(crate) fn short_file(dir: &Path, meta: &ClusterMeta) -> Option<String> {
 
 /// Syncs a cluster's files by path (files this process has not opened).
 pub(crate) fn sync_paths(dir: &Path) -> Result<(), StoreError> {
-    for name in ["rows", "details", "objects", "zones"] {
+    for name in ["rows", "details", "objects", zones::FILE] {
         let path = dir.join(name);
         match File::open(&path) {
             Ok(f) => f.sync_data().map_err(|e| StoreError::io(&path, e))?,
@@ -458,7 +598,7 @@ mod tests {
                     }
                     Between::CutZones(len) => {
                         drop(files);
-                        let zones = dir.path().join("zones");
+                        let zones = dir.path().join(zones::FILE);
                         match len {
                             Some(len) => {
                                 let f = OpenOptions::new().write(true).open(&zones).unwrap();
@@ -474,15 +614,21 @@ mod tests {
             let all = read(dir.path(), &meta, Span::All).unwrap();
             let all: Vec<(u32, i64, u64)> = all.rows.iter().map(|r| (r.object, r.from, r.index)).collect();
             prop_assert_eq!(&all, &model);
-            // The zones file is exactly the model's complete zones.
+            // The zone map is exactly the model's complete zones, each
+            // with the checksum of its rows as stored.
+            let stored_rows = std::fs::read(dir.path().join("rows")).unwrap();
             let mut want = Vec::new();
-            for zone in model.chunks_exact(zones::ROWS as usize) {
+            for (k, zone) in model.chunks_exact(zones::ROWS as usize).enumerate() {
                 let starts = zone.iter().map(|r| r.1);
-                let (least, greatest) = (starts.clone().min().unwrap(), starts.max().unwrap());
-                want.extend_from_slice(&least.to_le_bytes());
-                want.extend_from_slice(&greatest.to_le_bytes());
+                let bytes = zones::ROWS as usize * WIDTH;
+                zones::Zone {
+                    least: starts.clone().min().unwrap(),
+                    greatest: starts.max().unwrap(),
+                    sum: crc(0, &stored_rows[k * bytes..(k + 1) * bytes]),
+                }
+                .encode(&mut want);
             }
-            prop_assert_eq!(std::fs::read(dir.path().join("zones")).unwrap(), want);
+            prop_assert_eq!(std::fs::read(dir.path().join(zones::FILE)).unwrap(), want);
             // Ranges that begin or end exactly at a stored start, where a
             // bound compared the wrong way shows.
             let at_rows = points.iter().filter_map(|p| {
@@ -507,6 +653,81 @@ mod tests {
             for (since, until) in [(i64::MAX - 1, i64::MAX), (i64::MIN, i64::MIN + 1)] {
                 let nothing = read(dir.path(), &meta, Span::Starting { since, until }).unwrap();
                 prop_assert!((nothing.rows.len() as u64) < zones::ROWS, "{} rows read", nothing.rows.len());
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// One flipped byte anywhere in a cluster's committed files is
+        /// never read as data: a read of every row fails on a flip in the
+        /// rows, details or names; a read of the rows starting in a range
+        /// fails on a flip in the zone map, the names or a zone it reads,
+        /// and whatever a read returns is exactly what was written.
+        #[test]
+        fn a_flipped_byte_is_never_read_as_data(
+            starts in proptest::collection::vec(0i64..5_000, 1..1_300),
+            file in 0usize..4,
+            at in any::<u64>(),
+            bit in 0u8..8,
+            (since, width) in (0i64..5_000, 1i64..2_000),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut files = ClusterFiles::open(dir.path(), ClusterMeta::default()).unwrap();
+            for (i, from) in starts.iter().enumerate() {
+                let id = files.add_object(&ObjectName {
+                    group: String::new(),
+                    kind: "ConfigMap".into(),
+                    namespace: "ns".into(),
+                    name: format!("o{i}"),
+                }).unwrap();
+                let details = files.add_details(format!("details of {i}").as_bytes());
+                files.add_row(&VersionRow {
+                    object: id, flags: 0, from: *from, to: i64::MAX, to_index: u64::MAX,
+                    index: i as u64, rv: 0, details,
+                });
+            }
+            let meta = files.write().unwrap();
+            files.sync().unwrap();
+            drop(files);
+            let written = read(dir.path(), &meta, Span::All).unwrap();
+            let name = ["rows", "details", "objects", zones::FILE][file];
+            let path = dir.path().join(name);
+            let mut bytes = std::fs::read(&path).unwrap();
+            prop_assume!(!bytes.is_empty());
+            let at = (at % bytes.len() as u64) as usize;
+            bytes[at] ^= 1 << bit;
+            std::fs::write(&path, &bytes).unwrap();
+            let damaged = |r: &Result<Contents, StoreError>| {
+                matches!(r, Err(StoreError::IndexDamaged { .. }))
+            };
+            let all = read(dir.path(), &meta, Span::All);
+            prop_assert_eq!(damaged(&all), name != zones::FILE, "{}", name);
+            if let Ok(all) = &all {
+                prop_assert_eq!(&all.rows, &written.rows);
+                prop_assert_eq!(&all.details, &written.details);
+                prop_assert_eq!(&all.names, &written.names);
+            }
+            let until = since + width;
+            let some = read(dir.path(), &meta, Span::Starting { since, until });
+            match &some {
+                Ok(got) => {
+                    prop_assert!(name == "rows" || name == "details", "{}", name);
+                    prop_assert_eq!(&got.names, &written.names);
+                    for r in &got.rows {
+                        let mut want = written.rows[r.index as usize];
+                        want.to = i64::MAX;
+                        want.to_index = u64::MAX;
+                        prop_assert_eq!(r, &want);
+                    }
+                    let in_range = |r: &&VersionRow| r.from >= since && r.from < until;
+                    prop_assert_eq!(
+                        got.rows.iter().filter(in_range).count(),
+                        written.rows.iter().filter(in_range).count()
+                    );
+                }
+                Err(e) => prop_assert!(damaged(&some), "{}", e),
             }
         }
     }

@@ -16,11 +16,13 @@
 //! rows     fixed-width version rows (see [`VersionRow`]), in log order
 //! details  length-prefixed version details (uid, claims, managers, ...)
 //! objects  length-prefixed object names; the object id is the ordinal
-//! zones    least and greatest start of every 512 rows (see [`zones`])
+//! zonemap  least and greatest start and CRC-32 of every 512 rows (see [`zones`])
 //! ```
 //!
-//! The cluster numbers and each cluster's committed file lengths are held
-//! in memory and written with every mark (see [`crate::index::mark`]);
+//! The cluster numbers and each cluster's committed file lengths and
+//! checksums are held in memory and written with every mark (see
+//! [`crate::index::mark`]); a read checks what it reads against them
+//! ([`files`]);
 //! per object, its id and last details record live in the `objects`
 //! keyspace, written in sorted runs (one read per new version, one write
 //! per object per batch). Rows are scanned as a whole: an as-of question
@@ -456,38 +458,61 @@ impl VersionIndex {
 
     /// The clusters whose zone map lacks complete zones, and how many
     /// zones they lack (a ledger written before zones, or a crash between
-    /// a batch's rows and its zones).
+    /// a batch's rows and its zones); clusters without checksums are
+    /// [`Self::unsummed`]'s.
     pub(crate) fn zones_missing(&self) -> Result<(u64, u64), StoreError> {
         let (mut clusters, mut zones) = (0, 0);
-        for (dir, rows) in self.committed_dirs() {
-            let lacking = zones::missing(&dir, rows)?;
-            clusters += u64::from(lacking > 0);
-            zones += lacking;
+        for (_, dir, meta) in self.committed_dirs() {
+            if meta.sums.is_some() {
+                let lacking = zones::missing(&dir, meta.rows)?;
+                clusters += u64::from(lacking > 0);
+                zones += lacking;
+            }
         }
         Ok((clusters, zones))
     }
 
-    /// Completes every cluster's zone map (see [`Self::zones_missing`]);
-    /// a cluster whose map is whole costs an open.
-    pub(crate) fn complete_zones(&self) -> Result<(), StoreError> {
-        for (dir, rows) in self.committed_dirs() {
-            zones::complete(&dir, rows)?;
-        }
-        Ok(())
+    /// How many clusters' files have no checksums (a mark written before
+    /// them).
+    pub(crate) fn unsummed(&self) -> u64 {
+        self.catalog()
+            .committed
+            .values()
+            .filter(|m| m.sums.is_none())
+            .count() as u64
     }
 
-    /// Each cluster's directory that exists, with its committed rows.
-    fn committed_dirs(&self) -> Vec<(PathBuf, u64)> {
-        let committed: Vec<(u32, u64)> = self
+    /// Completes every cluster's zone map (see [`Self::zones_missing`]),
+    /// and computes the checksums of files that have none; returns
+    /// whether it computed any (the next mark records them).
+    pub(crate) fn complete_zones(&self) -> Result<bool, StoreError> {
+        let mut summed = Vec::new();
+        for (no, dir, meta) in self.committed_dirs() {
+            match &meta.sums {
+                Some(sums) => {
+                    zones::complete(&dir, meta.rows, sums)?;
+                }
+                None => summed.push((no, files::with_sums(&dir, &meta)?)),
+            }
+        }
+        let any = !summed.is_empty();
+        self.catalog_mut().committed.extend(summed);
+        Ok(any)
+    }
+
+    /// Each cluster's directory that exists, with its number and
+    /// committed lengths.
+    fn committed_dirs(&self) -> Vec<(u32, PathBuf, ClusterMeta)> {
+        let committed: Vec<(u32, ClusterMeta)> = self
             .catalog()
             .committed
             .iter()
-            .map(|(no, meta)| (*no, meta.rows))
+            .map(|(no, meta)| (*no, *meta))
             .collect();
         committed
             .into_iter()
-            .map(|(no, rows)| (self.cluster_dir(no), rows))
-            .filter(|(dir, _)| dir.exists())
+            .map(|(no, meta)| (no, self.cluster_dir(no), meta))
+            .filter(|(_, dir, _)| dir.exists())
             .collect()
     }
 

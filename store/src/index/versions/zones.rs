@@ -1,58 +1,82 @@
 //! Zone maps over a cluster's rows: for every [`ROWS`] rows, the least and
 //! greatest valid time they start at, so a scan bounded on `valid_from`
-//! reads only the zones that can hold a match.
+//! reads only the zones that can hold a match, and the checksum of those
+//! rows, so that what it reads is checked without reading the rest.
 //!
 //! Rows are appended in log order, which follows valid time closely (a
 //! late event is late by a reconnect, not by weeks), so a zone spans a
 //! short stretch of valid time and a day's scan skips most of them.
 //!
-//! The `zones` file beside `rows` holds one 16-byte record per complete
-//! zone (least, greatest start, little endian). Its one invariant: record
-//! `k` exists only when rows `k*ROWS..(k+1)*ROWS` are written, and holds
-//! their bounds. The rows of the last, incomplete zone have no record and
-//! are always read. The file is derived: a record past the committed rows
-//! is cut, and a missing one (a ledger written before zones, a crash
-//! between the two writes) is computed again from the rows, so a short
-//! or absent file costs speed, never an answer.
+//! The [`FILE`] file beside `rows` holds one 24-byte record per complete
+//! zone (least, greatest start, CRC-32 of the zone's rows, CRC-32 of the
+//! record's first 20 bytes; little endian). Its one invariant: record `k`
+//! exists only when rows `k*ROWS..(k+1)*ROWS` are written, and holds their
+//! bounds and checksum. The rows of the last, incomplete zone have no
+//! record (the mark's [`Sums::tail`] covers them) and are always read. The
+//! file is derived: a record past the committed rows is cut, and a missing
+//! one (a ledger written before zones or checksums, a crash between the
+//! two writes, a lost file) is computed again from the rows, once the rows
+//! as a whole match their checksum, so a short or absent file costs speed,
+//! never an answer. A record that fails its own checksum is damage.
+//!
+//! Before checksums the map was `zones`, 16 bytes a record; a writer's
+//! open computes the new map and removes it.
 
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::files::{crc, damaged, Sums};
 use super::row::{VersionRow, WIDTH};
 use crate::StoreError;
+
+/// The zone map's file name in a cluster's directory.
+pub(crate) const FILE: &str = "zonemap";
+/// The map's name before checksums (16-byte records, no sums).
+pub(crate) const OLD_FILE: &str = "zones";
 
 /// Rows per zone: 20 KiB of rows, so a skipped zone saves a read worth
 /// having and the zone file stays under 0.04 bytes per row.
 pub(crate) const ROWS: u64 = 512;
 
 /// Bytes per zone record.
-const RECORD: u64 = 16;
+const RECORD: u64 = 24;
+/// The bytes of a record its own checksum covers.
+const COVERED: usize = 20;
 
-/// The bounds of one zone's starts.
+/// The bounds of one zone's starts, and the checksum of its rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Zone {
     pub(crate) least: i64,
     pub(crate) greatest: i64,
+    /// CRC-32 of the zone's [`ROWS`] rows as stored.
+    pub(crate) sum: u32,
 }
 
 impl Zone {
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
         out.extend_from_slice(&self.least.to_le_bytes());
         out.extend_from_slice(&self.greatest.to_le_bytes());
+        out.extend_from_slice(&self.sum.to_le_bytes());
+        let own = crc(0, &out[start..]);
+        out.extend_from_slice(&own.to_le_bytes());
     }
 
-    fn decode(b: &[u8]) -> Zone {
-        let at = |i: usize| {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(&b[i..i + 8]);
-            i64::from_le_bytes(x)
-        };
-        Zone {
-            least: at(0),
-            greatest: at(8),
+    /// A record, `None` when it fails its own checksum.
+    fn decode(b: &[u8]) -> Option<Zone> {
+        let covered = b.get(..COVERED)?;
+        let own = u32::from_le_bytes(b.get(COVERED..COVERED + 4)?.try_into().ok()?);
+        if crc(0, covered) != own {
+            return None;
         }
+        let i64_at = |i: usize| covered[i..i + 8].try_into().ok().map(i64::from_le_bytes);
+        Some(Zone {
+            least: i64_at(0)?,
+            greatest: i64_at(8)?,
+            sum: u32::from_le_bytes(covered[16..20].try_into().ok()?),
+        })
     }
 
     /// Whether a row of this zone can start in `[since, until)`.
@@ -61,39 +85,49 @@ impl Zone {
     }
 }
 
-/// The zone being filled by a writer: the starts of the rows past the
-/// last complete zone.
+/// The zone being filled by a writer: the starts and the checksum of the
+/// rows past the last complete zone.
 #[derive(Debug, Default)]
 pub(crate) struct Filling {
     rows: u64,
     least: i64,
     greatest: i64,
+    sum: u32,
 }
 
 impl Filling {
-    /// Counts a row; returns the zone it completes, if it does.
-    pub(crate) fn add(&mut self, from: i64) -> Option<Zone> {
+    /// Counts a row (its start and stored bytes); returns the zone it
+    /// completes, if it does.
+    pub(crate) fn add(&mut self, from: i64, bytes: &[u8]) -> Option<Zone> {
         if self.rows == 0 {
             (self.least, self.greatest) = (from, from);
         } else {
             self.least = self.least.min(from);
             self.greatest = self.greatest.max(from);
         }
+        self.sum = crc(self.sum, bytes);
         self.rows += 1;
         (self.rows == ROWS).then(|| {
-            self.rows = 0;
-            Zone {
+            let zone = Zone {
                 least: self.least,
                 greatest: self.greatest,
-            }
+                sum: self.sum,
+            };
+            *self = Filling::default();
+            zone
         })
+    }
+
+    /// The checksum of the rows past the last complete zone.
+    pub(crate) fn sum(&self) -> u32 {
+        self.sum
     }
 }
 
 /// How many of the complete zones of the first `rows` rows in `dir` have
 /// no record (what [`complete`] would compute).
 pub(crate) fn missing(dir: &Path, rows: u64) -> Result<u64, StoreError> {
-    let path = dir.join("zones");
+    let path = dir.join(FILE);
     let len = match std::fs::metadata(&path) {
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
@@ -102,11 +136,13 @@ pub(crate) fn missing(dir: &Path, rows: u64) -> Result<u64, StoreError> {
     Ok((rows / ROWS).saturating_sub(len / RECORD))
 }
 
-/// Brings the `zones` file in `dir` to exactly the complete zones of the
+/// Brings the [`FILE`] in `dir` to exactly the complete zones of the
 /// first `rows` rows: records past them (or a torn record) are cut, and
-/// missing ones computed from the rows file. Returns the file's length.
-pub(crate) fn complete(dir: &Path, rows: u64) -> Result<u64, StoreError> {
-    let path = dir.join("zones");
+/// missing ones computed from the rows file, which must first match
+/// `sums.rows` as a whole (damaged otherwise: a record is never computed
+/// from rows that are not the ones committed). Returns the file's length.
+pub(crate) fn complete(dir: &Path, rows: u64, sums: &Sums) -> Result<u64, StoreError> {
+    let path = dir.join(FILE);
     let io = |e| StoreError::io(&path, e);
     let file = super::files::open_for_writing(&path)?;
     let complete = rows / ROWS;
@@ -118,11 +154,22 @@ pub(crate) fn complete(dir: &Path, rows: u64) -> Result<u64, StoreError> {
     if have < complete {
         let mut out = Vec::with_capacity(((complete - have) * RECORD) as usize);
         let mut filling = Filling::default();
-        for_each_start(dir, have * ROWS..complete * ROWS, |from| {
-            if let Some(z) = filling.add(from) {
-                z.encode(&mut out);
+        let mut whole = 0;
+        let computed = have * ROWS..complete * ROWS;
+        for_each_row(dir, 0..rows, |at, from, bytes| {
+            whole = crc(whole, bytes);
+            if computed.contains(&at) {
+                if let Some(z) = filling.add(from, bytes) {
+                    z.encode(&mut out);
+                }
             }
         })?;
+        if whole != sums.rows {
+            return Err(damaged(
+                dir,
+                "rows do not match their checksum (the zone map is not computed from them)",
+            ));
+        }
         file.write_all_at(&out, have * RECORD).map_err(io)?;
         file.sync_data().map_err(io)?;
     }
@@ -133,24 +180,18 @@ pub(crate) fn complete(dir: &Path, rows: u64) -> Result<u64, StoreError> {
 /// in `dir`: where a writer goes on from.
 pub(crate) fn filling(dir: &Path, rows: u64) -> Result<Filling, StoreError> {
     let mut filling = Filling::default();
-    for_each_start(dir, rows / ROWS * ROWS..rows, |from| {
-        filling.add(from);
+    for_each_row(dir, rows / ROWS * ROWS..rows, |_, from, bytes| {
+        filling.add(from, bytes);
     })?;
     Ok(filling)
 }
 
-/// The row ranges among the first `rows` rows in `dir` that can hold a
-/// row starting in `[since, until)`: every zone whose bounds meet the
-/// range, every zone the file has no record for, and the incomplete last
-/// zone; adjacent ranges merged.
-pub(crate) fn select(
-    dir: &Path,
-    rows: u64,
-    since: i64,
-    until: i64,
-) -> Result<Vec<Range<u64>>, StoreError> {
-    let complete = rows / ROWS;
-    let zones = read(dir, complete)?;
+/// The row ranges among the first `rows` rows that can hold a row
+/// starting in `[since, until)`, given the records `zones` read of them
+/// ([`read`]): every zone whose bounds meet the range, every zone without
+/// a record, and the incomplete last zone; adjacent ranges merged. Every
+/// range starts at a zone's first row.
+pub(crate) fn select(zones: &[Zone], rows: u64, since: i64, until: i64) -> Vec<Range<u64>> {
     let mut out: Vec<Range<u64>> = Vec::new();
     let mut push = |r: Range<u64>| match out.last_mut() {
         Some(last) if last.end == r.start => last.end = r.end,
@@ -166,13 +207,13 @@ pub(crate) fn select(
     if unmapped < rows {
         push(unmapped..rows);
     }
-    Ok(out)
+    out
 }
 
 /// The first `at_most` zone records of `dir` (fewer when the file is
-/// short or absent).
-fn read(dir: &Path, at_most: u64) -> Result<Vec<Zone>, StoreError> {
-    let path = dir.join("zones");
+/// short or absent); a record that fails its checksum is damage.
+pub(crate) fn read(dir: &Path, at_most: u64) -> Result<Vec<Zone>, StoreError> {
+    let path = dir.join(FILE);
     let io = |e| StoreError::io(&path, e);
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -182,15 +223,23 @@ fn read(dir: &Path, at_most: u64) -> Result<Vec<Zone>, StoreError> {
     let records = (file.metadata().map_err(io)?.len() / RECORD).min(at_most);
     let mut bytes = vec![0u8; (records * RECORD) as usize];
     file.read_exact_at(&mut bytes, 0).map_err(io)?;
-    Ok(bytes
+    bytes
         .chunks_exact(RECORD as usize)
-        .map(Zone::decode)
-        .collect())
+        .enumerate()
+        .map(|(k, b)| {
+            Zone::decode(b)
+                .ok_or_else(|| damaged(dir, &format!("zone record {k} fails its checksum")))
+        })
+        .collect()
 }
 
-/// Calls `f` with the start of each row in `range`, read from `dir`'s
-/// rows file in bounded pieces.
-fn for_each_start(dir: &Path, range: Range<u64>, mut f: impl FnMut(i64)) -> Result<(), StoreError> {
+/// Calls `f` with the number, start and stored bytes of each row in
+/// `range`, read from `dir`'s rows file in bounded pieces.
+fn for_each_row(
+    dir: &Path,
+    range: Range<u64>,
+    mut f: impl FnMut(u64, i64, &[u8]),
+) -> Result<(), StoreError> {
     const PIECE: u64 = 64 * ROWS;
     let path = dir.join("rows");
     if range.is_empty() {
@@ -205,10 +254,10 @@ fn for_each_start(dir: &Path, range: Range<u64>, mut f: impl FnMut(i64)) -> Resu
         buf.resize((n * WIDTH as u64) as usize, 0);
         file.read_exact_at(&mut buf, at * WIDTH as u64)
             .map_err(io)?;
-        for c in buf.chunks_exact(WIDTH) {
+        for (i, c) in buf.chunks_exact(WIDTH).enumerate() {
             let mut b = [0u8; WIDTH];
             b.copy_from_slice(c);
-            f(VersionRow::decode(&b).from);
+            f(at + i as u64, VersionRow::decode(&b).from, c);
         }
         at += n;
     }
