@@ -87,13 +87,13 @@ fn check(dir: &Path, name: &str, bytes: &[u8], want: u32) -> Result<(), StoreErr
 /// checksums, trusted as the length checks trusted it then); the zone map
 /// is computed again in the new format and the old one removed.
 pub(crate) fn with_sums(dir: &Path, meta: &ClusterMeta) -> Result<ClusterMeta, StoreError> {
-    let rows = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
-    let tail = rows.len() - (meta.rows % zones::ROWS) as usize * WIDTH;
+    let rows_len = meta.rows * WIDTH as u64;
+    let tail_at = (meta.rows / zones::ROWS * zones::ROWS) * WIDTH as u64;
     let sums = Sums {
-        rows: crc(0, &rows),
-        tail: crc(0, &rows[tail..]),
-        details: crc(0, &read_prefix(&dir.join("details"), meta.details_bytes)?),
-        objects: crc(0, &read_prefix(&dir.join("objects"), meta.objects_bytes)?),
+        rows: crc_of_range(&dir.join("rows"), 0..rows_len)?,
+        tail: crc_of_range(&dir.join("rows"), tail_at..rows_len)?,
+        details: crc_of_range(&dir.join("details"), 0..meta.details_bytes)?,
+        objects: crc_of_range(&dir.join("objects"), 0..meta.objects_bytes)?,
     };
     for name in [zones::FILE, zones::OLD_FILE] {
         let path = dir.join(name);
@@ -398,6 +398,27 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
         rows,
         details,
     })
+}
+
+/// The CRC-32 of the bytes `range` of a file, read in bounded pieces (an
+/// error when the file is shorter).
+fn crc_of_range(path: &Path, range: std::ops::Range<u64>) -> Result<u32, StoreError> {
+    const PIECE: u64 = 1 << 20;
+    if range.is_empty() {
+        return Ok(0);
+    }
+    let io = |e| StoreError::io(path, e);
+    let f = File::open(path).map_err(io)?;
+    let mut buf = Vec::new();
+    let (mut at, mut sum) = (range.start, 0);
+    while at < range.end {
+        let n = (range.end - at).min(PIECE);
+        buf.resize(n as usize, 0);
+        f.read_exact_at(&mut buf, at).map_err(io)?;
+        sum = crc(sum, &buf);
+        at += n;
+    }
+    Ok(sum)
 }
 
 /// The first `len` bytes of a file (an error when it is shorter).
