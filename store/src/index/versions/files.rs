@@ -29,7 +29,8 @@ pub(crate) struct ClusterMeta {
     pub(crate) objects_bytes: u64,
     pub(crate) details_bytes: u64,
     /// The files' checksums at these lengths (`None`: a mark written
-    /// before checksums; a writer's open computes them, once).
+    /// before checksums; the next open that owns the ledger computes
+    /// them, once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) sums: Option<Sums>,
 }

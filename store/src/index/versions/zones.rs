@@ -16,11 +16,13 @@
 //! file is derived: a record past the committed rows is cut, and a missing
 //! one (a ledger written before zones or checksums, a crash between the
 //! two writes, a lost file) is computed again from the rows, once the rows
-//! as a whole match their checksum, so a short or absent file costs speed,
-//! never an answer. A record that fails its own checksum is damage.
+//! as a whole match their checksum, so a short or absent file found by an
+//! open costs speed, never an answer (found by a read, which cannot check
+//! the rows it would skip, it is damage). A record that fails its own
+//! checksum is damage.
 //!
-//! Before checksums the map was `zones`, 16 bytes a record; a writer's
-//! open computes the new map and removes it.
+//! Before checksums the map was `zones`, 16 bytes a record; the next open
+//! that owns the ledger computes the new map and removes it.
 
 use std::fs::File;
 use std::ops::Range;
