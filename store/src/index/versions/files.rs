@@ -88,24 +88,13 @@ fn check(dir: &Path, name: &str, bytes: &[u8], want: u32) -> Result<(), StoreErr
 /// checksums, trusted as the length checks trusted it then); the zone map
 /// is computed again in the new format and the old one removed.
 pub(crate) fn with_sums(dir: &Path, meta: &ClusterMeta) -> Result<ClusterMeta, StoreError> {
-    let rows_len = meta.rows * WIDTH as u64;
-    let tail_at = (meta.rows / zones::ROWS * zones::ROWS) * WIDTH as u64;
+    let (rows, tail) = zones::rebuild(dir, meta.rows)?;
     let sums = Sums {
-        rows: crc_of_range(&dir.join("rows"), 0..rows_len)?,
-        tail: crc_of_range(&dir.join("rows"), tail_at..rows_len)?,
+        rows,
+        tail,
         details: crc_of_range(&dir.join("details"), 0..meta.details_bytes)?,
         objects: crc_of_range(&dir.join("objects"), 0..meta.objects_bytes)?,
     };
-    for name in [zones::FILE, zones::OLD_FILE] {
-        let path = dir.join(name);
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(StoreError::io(&path, e))
-            }
-            _ => {}
-        }
-    }
-    zones::complete(dir, meta.rows, &sums)?;
     Ok(ClusterMeta {
         sums: Some(sums),
         ..*meta

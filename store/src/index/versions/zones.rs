@@ -154,28 +154,73 @@ pub(crate) fn complete(dir: &Path, rows: u64, sums: &Sums) -> Result<u64, StoreE
         file.set_len(have * RECORD).map_err(io)?;
     }
     if have < complete {
-        let mut out = Vec::with_capacity(((complete - have) * RECORD) as usize);
-        let mut filling = Filling::default();
-        let mut whole = 0;
-        let computed = have * ROWS..complete * ROWS;
-        for_each_row(dir, 0..rows, |at, from, bytes| {
-            whole = crc(whole, bytes);
-            if computed.contains(&at) {
-                if let Some(z) = filling.add(from, bytes) {
-                    z.encode(&mut out);
-                }
-            }
-        })?;
-        if whole != sums.rows {
+        let computed = compute(dir, rows, have)?;
+        if computed.rows != sums.rows {
             return Err(damaged(
                 dir,
                 "rows do not match their checksum (the zone map is not computed from them)",
             ));
         }
-        file.write_all_at(&out, have * RECORD).map_err(io)?;
+        file.write_all_at(&computed.records, have * RECORD)
+            .map_err(io)?;
         file.sync_data().map_err(io)?;
     }
     Ok(complete * RECORD)
+}
+
+/// Writes the [`FILE`] in `dir` afresh over the first `rows` rows (the
+/// old map, in either format, removed) in one pass over the rows, which
+/// also gives their checksums: `(every row, the rows past the last
+/// complete zone)`.
+pub(crate) fn rebuild(dir: &Path, rows: u64) -> Result<(u32, u32), StoreError> {
+    for name in [FILE, OLD_FILE] {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(StoreError::io(&path, e))
+            }
+            _ => {}
+        }
+    }
+    let computed = compute(dir, rows, 0)?;
+    let path = dir.join(FILE);
+    let io = |e| StoreError::io(&path, e);
+    let file = super::files::open_for_writing(&path)?;
+    file.write_all_at(&computed.records, 0).map_err(io)?;
+    file.sync_data().map_err(io)?;
+    Ok((computed.rows, computed.tail))
+}
+
+/// What one pass over a cluster's rows gives.
+struct Computed {
+    /// The encoded records of the complete zones from the one asked for.
+    records: Vec<u8>,
+    /// CRC-32 of every row.
+    rows: u32,
+    /// CRC-32 of the rows past the last complete zone.
+    tail: u32,
+}
+
+/// Reads the first `rows` rows in `dir` once: the records of the complete
+/// zones from zone `first` on, and the rows' checksums.
+fn compute(dir: &Path, rows: u64, first: u64) -> Result<Computed, StoreError> {
+    let mut records = Vec::new();
+    let mut filling = Filling::default();
+    let mut whole = 0;
+    let from_row = first * ROWS;
+    for_each_row(dir, 0..rows, |at, from, bytes| {
+        whole = crc(whole, bytes);
+        if at >= from_row {
+            if let Some(z) = filling.add(from, bytes) {
+                z.encode(&mut records);
+            }
+        }
+    })?;
+    Ok(Computed {
+        records,
+        rows: whole,
+        tail: filling.sum(),
+    })
 }
 
 /// The incomplete zone past the complete zones of the first `rows` rows
