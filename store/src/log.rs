@@ -1048,7 +1048,7 @@ impl Store {
                     }
                     owned.keys.complete_zones()?;
                 }
-                damage.map(|damage| format!("a version file lost committed bytes ({damage})"))
+                damage.map(|damage| format!("a version file is damaged ({damage})"))
             }
         };
         if let Some(reason) = reason {

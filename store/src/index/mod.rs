@@ -352,8 +352,9 @@ impl Indexes {
         Ok(*lock(&self.marked))
     }
 
-    /// Why the version files cannot be trusted (one is shorter than the
-    /// index records), if they cannot.
+    /// Why the version files cannot be trusted, as far as an open checks
+    /// them (lengths, the zone map, the rows past the last zone), if
+    /// they cannot.
     pub(crate) fn damaged_files(&self) -> Result<Option<String>, StoreError> {
         self.versions.damaged()
     }
