@@ -449,14 +449,7 @@ impl VersionIndex {
     /// zones, the details and the object names are checked by the reads
     /// that use them.
     pub(crate) fn damaged(&self) -> Result<Option<String>, StoreError> {
-        let committed: Vec<(u32, ClusterMeta)> = self
-            .catalog()
-            .committed
-            .iter()
-            .map(|(no, meta)| (*no, *meta))
-            .collect();
-        for (no, meta) in committed {
-            let dir = self.cluster_dir(no);
+        for (_, dir, meta) in self.committed_all() {
             if let Some(reason) = files::short_file(&dir, &meta) {
                 return Ok(Some(reason));
             }
@@ -535,6 +528,14 @@ impl VersionIndex {
     /// Each cluster's directory that exists, with its number and
     /// committed lengths.
     fn committed_dirs(&self) -> Vec<(u32, PathBuf, ClusterMeta)> {
+        let mut all = self.committed_all();
+        all.retain(|(_, dir, _)| dir.exists());
+        all
+    }
+
+    /// Each cluster's directory, whether it exists or not (a missing one
+    /// lost committed bytes), with its number and committed lengths.
+    fn committed_all(&self) -> Vec<(u32, PathBuf, ClusterMeta)> {
         let committed: Vec<(u32, ClusterMeta)> = self
             .catalog()
             .committed
@@ -544,7 +545,6 @@ impl VersionIndex {
         committed
             .into_iter()
             .map(|(no, meta)| (no, self.cluster_dir(no), meta))
-            .filter(|(_, dir, _)| dir.exists())
             .collect()
     }
 
