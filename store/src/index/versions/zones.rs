@@ -224,13 +224,21 @@ fn compute(dir: &Path, rows: u64, first: u64) -> Result<Computed, StoreError> {
 }
 
 /// The incomplete zone past the complete zones of the first `rows` rows
-/// in `dir`: where a writer goes on from.
-pub(crate) fn filling(dir: &Path, rows: u64) -> Result<Filling, StoreError> {
+/// in `dir`: where a writer goes on from. Its rows must match `tail`, the
+/// checksum committed for them (damaged otherwise: a writer carries that
+/// checksum on, and an open checks it).
+pub(crate) fn filling(dir: &Path, rows: u64, tail: u32) -> Result<Filling, StoreError> {
     let mut filling = Filling::default();
     for_each_row(dir, rows / ROWS * ROWS..rows, |_, from, bytes| {
         filling.add(from, bytes);
     })?;
-    Ok(filling)
+    match filling.sum() == tail {
+        true => Ok(filling),
+        false => Err(damaged(
+            dir,
+            "the rows past the last zone do not match their checksum",
+        )),
+    }
 }
 
 /// The row ranges among the first `rows` rows that can hold a row
