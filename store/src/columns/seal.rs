@@ -277,6 +277,9 @@ impl Sealer {
         if let Some((start, rows)) = filling {
             if rows.len() > 0 && rows.next() - start >= (self.chunk_rows() / 16).max(1) {
                 self.shared.lock().sealed.push_back((start, rows));
+                // The thread starts on the first work: a writer that never
+                // filled a chunk has none yet.
+                self.wake();
             }
         }
         self.shared.lock().closing = true;

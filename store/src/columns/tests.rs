@@ -463,6 +463,25 @@ fn a_short_chunk_written_on_close_is_filled_up_and_replaced() {
     assert_eq!(in_chunks(&store).1, 55);
 }
 
+/// A writer that never filled a chunk has no chunk thread running when it
+/// closes: the short chunk must still be written (a ledger smaller than
+/// one chunk, such as the demo's, had no sidecar at all, and every scan
+/// decoded the leaves).
+#[test]
+fn a_writer_that_never_filled_a_chunk_writes_its_rows_short_on_close() {
+    let dir = tempfile::tempdir().unwrap();
+    Store::init(dir.path(), "annal.test/columns").unwrap();
+    let store = open(dir.path(), 1000);
+    for n in (0..100).step_by(10) {
+        store.append((n..n + 10).map(event).collect()).unwrap();
+    }
+    drop(store);
+    let store = open(dir.path(), 1000);
+    let (chunked, end) = in_chunks(&store);
+    assert_eq!(end, 100);
+    assert_eq!(chunked, expected(&store));
+}
+
 #[test]
 fn chunks_of_another_history_are_dropped() {
     let (dir, store) = filled(10, 30);
