@@ -15,6 +15,10 @@ builds annal); every case runs for each system on byte-identical input:
 - verify: `annal verify` (every leaf hash, the Merkle root, the signed
   checkpoint) vs recomputing the PostgreSQL chain; MB/s and events/s.
 - auditor queries on annal (SQL over the ledger) and DuckDB (Parquet).
+- the systems take turns: annal's and PostgreSQL's ingest runs and
+  verify runs alternate, and annal's query rounds alternate with DuckDB's
+  over its native tables (one round of every case at a time), so that
+  the host's drift (up to 2x within an hour) does not fall on one system.
 - peak memory: annal and DuckDB processes by /usr/bin/time (max RSS);
   the PostgreSQL server as the peak sum of its processes' PSS, sampled.
 
@@ -58,7 +62,7 @@ def main():
     p.add_argument("--more-ingest-runs", type=int, metavar="N",
                    help="add N ingest runs per system to the existing results (nothing else)")
     p.add_argument("--low-disk", action="store_true",
-                   help="delete annal's ledger before loading PostgreSQL")
+                   help="delete annal's ledger once its cases are done")
     args = p.parse_args()
     events, objects, clusters = SIZES.get(args.size, (60_000, 6_000, 10))
     ingest_runs = args.ingest_runs or args.runs
@@ -109,57 +113,78 @@ def main():
     results["versions"]["annal"] = run([args.annal, "--version"]).strip()
     results["ingest"], results["queries"], results["verify"] = {}, {}, {}
 
-    # annal, then PostgreSQL, then DuckDB on annal's export: one system's
-    # data at a time on disk with --low-disk (the export stays for DuckDB). The results file is rewritten
-    # after each phase, so a run cut short keeps what it measured.
+    # The systems take turns wherever they do the same work (ingest runs,
+    # query rounds, verify runs): this host's speed drifts by up to 2x
+    # within an hour, and one system timed an hour after the other would
+    # compare the hours. So PostgreSQL's table and annal's ledger are on
+    # disk together (--low-disk removes the ledger once annal is done, for
+    # DuckDB's last layouts). The results file is rewritten after each
+    # phase, so a run cut short keeps what it measured.
     def save():
         write_results(results, results_path)
-
-    if args.keep and (ledger / "ledger").exists():
-        log("reusing the loaded ledger (--keep)")
-    else:
-        results["ingest"]["annal"] = ingest_annal(args.annal, ledger, dataset, events, ingest_runs)
-        save()
-        # The first commands after a large ingest: what a user who ingests
-        # and then asks pays (compaction a writer left behind included).
-        results["open_after_ingest"] = {"annal": open_annal(args.annal, ledger, args.runs)}
-        save()
-    started = time.perf_counter()
-    run([args.annal, "--data", ledger, "export", "parquet", "--table", "events",
-         "--table", "objects", "--to", export])
-    results["export_seconds"] = time.perf_counter() - started
-    results["queries"]["annal"] = annal_queries(args.annal_bench, ledger, cases, args.runs, work)
-    save()
-    results["verify"]["annal"] = verify_annal(args.annal, ledger, args.runs)
-    save()
-    # What every command pays before its work: the store open alone
-    # (`annal checkpoint`), timed while the ledger is still on disk.
-    results["open"] = {"annal": open_annal(args.annal, ledger, args.runs)}
-    save()
-    if args.low_disk:
-        shutil.rmtree(ledger)
 
     pg.start()
     try:
         results["versions"]["postgresql"] = pg.scalar("SHOW server_version")
-        if args.keep and pg.loaded(events):
+        keep_annal = args.keep and (ledger / "ledger").exists()
+        keep_pg = args.keep and pg.loaded(events)
+        if keep_annal:
+            log("reusing the loaded ledger (--keep)")
+        if keep_pg:
             log("reusing the loaded PostgreSQL table (--keep)")
-        else:
-            results["ingest"]["postgresql"] = pg.ingest(dataset, events, ingest_runs)
+        for _ in range(ingest_runs):
+            if not keep_annal:
+                results["ingest"].setdefault("annal", []).extend(
+                    ingest_annal(args.annal, ledger, dataset, events, 1))
+            if not keep_pg:
+                results["ingest"].setdefault("postgresql", []).extend(
+                    pg.ingest(dataset, events, 1))
             save()
+            if keep_annal and keep_pg:
+                break
+        if not keep_annal:
+            # The first commands after a large ingest: what a user who
+            # ingests and then asks pays (compaction a writer left behind
+            # included).
+            results["open_after_ingest"] = {"annal": open_annal(args.annal, ledger, args.runs)}
+            save()
+        started = time.perf_counter()
+        run([args.annal, "--data", ledger, "export", "parquet", "--table", "events",
+             "--table", "objects", "--to", export])
+        results["export_seconds"] = time.perf_counter() - started
+        # DuckDB's layouts are built from the export before any query, so
+        # that annal's rounds alternate with DuckDB's over its native
+        # tables (its best layout).
+        results["duckdb_load"] = duckdb_prepare(export, work)
+        save()
+        annal_report, table_report = lockstep_queries(args.annal_bench, ledger, export, cases,
+                                                      args.runs, work)
+        results["queries"]["annal"] = annal_report
+        results["versions"]["duckdb"] = table_report.pop("version")
+        results["queries"][DUCKDB_LAYOUTS["table"]] = table_report
+        results["lockstep"] = ["annal", DUCKDB_LAYOUTS["table"]]
+        save()
         results["queries"]["postgresql"] = pg.queries(
             [c for c in cases if "postgresql" in c], args.runs)
         save()
-        results["verify"]["postgresql"] = pg.verify(args.runs)
+        results["verify"]["annal"], results["verify"]["postgresql"] = [], []
+        for _ in range(args.runs):
+            results["verify"]["annal"] += verify_annal(args.annal, ledger, 1)
+            results["verify"]["postgresql"] += pg.verify(1)
+        save()
+        # What every command pays before its work: the store open alone
+        # (`annal checkpoint`), timed while the ledger is still on disk.
+        results["open"] = {"annal": open_annal(args.annal, ledger, args.runs)}
+        save()
     finally:
         pg.stop()
-    save()
-    # DuckDB three ways on the same rows: the Hive export annal writes (many
-    # small files), one Parquet file per table, and its own native tables;
-    # each comparison is made with the best of the three.
-    results["duckdb_load"] = duckdb_prepare(export, work)
-    save()
-    for layout in DUCKDB_LAYOUTS:
+    if args.low_disk:
+        shutil.rmtree(ledger)
+    # DuckDB the two other ways on the same rows: the Hive export annal
+    # writes (many small files) and one Parquet file per table (its native
+    # tables ran in lockstep with annal above); each comparison is made
+    # with the best of the three.
+    for layout in [l for l in DUCKDB_LAYOUTS if l != "table"]:
         report = duckdb_queries(export, cases, args.runs, work, layout)
         results["versions"]["duckdb"] = report.pop("version")
         results["queries"][DUCKDB_LAYOUTS[layout]] = report
@@ -321,16 +346,69 @@ def ingest_annal(annal, ledger, dataset, events, runs):
     return out
 
 
-def annal_queries(annal_bench, ledger, cases, runs, work):
-    file = work / "annal-cases.json"
-    file.write_text(json.dumps([{"name": c["name"], "sql": c["annal"]} for c in cases]))
-    out = work / "annal-timings.json"
-    seconds, rss, _ = timed([annal_bench, "sql", "--data", ledger, "--cases", file,
-                             "--runs", runs, "--out", out])
-    report = json.loads(out.read_text())
-    log(f"annal queries: {seconds:.0f} s, store open {report['open_seconds']:.2f} s, {rss / 1024:,.0f} MB RSS")
-    return {"open_seconds": report["open_seconds"], "peak_rss_kb": rss,
-            "cases": {c["name"]: {"seconds": c["seconds"], "rows": c["rows"]} for c in report["cases"]}}
+def lockstep_queries(annal_bench, ledger, export, cases, runs, work):
+    """annal's queries and DuckDB's over its native tables, each in its own
+    process kept open (one store open, one database), one round of every
+    case at a time, alternating: annal, DuckDB, annal, ... The shared
+    host's speed drifts by up to 2x within an hour, so two systems timed an
+    hour apart would compare the hours. Returns both reports."""
+    annal_cases = work / "annal-cases.json"
+    annal_cases.write_text(json.dumps([{"name": c["name"], "sql": c["annal"]} for c in cases]))
+    duck_cases = work / "duckdb-cases.json"
+    duck_cases.write_text(json.dumps([{"name": c["name"], "sql": c["duckdb"]} for c in cases]))
+    annal_out, duck_out = work / "annal-timings.json", work / "duckdb-timings.json"
+    workers = [
+        Lockstep("annal", [annal_bench, "sql", "--data", ledger, "--cases", annal_cases,
+                           "--lockstep", "--out", annal_out]),
+        Lockstep("duckdb (table)", [sys.executable, __file__, "--duckdb-worker", export,
+                                    duck_cases, "lockstep", duck_out, "table", work]),
+    ]
+    try:
+        for r in range(runs):
+            for w in workers:
+                w.round()
+            log(f"lockstep round {r + 1}/{runs} done")
+    finally:
+        rss = [w.close() for w in workers]
+    report = json.loads(annal_out.read_text())
+    log(f"annal queries: store open {report['open_seconds']:.2f} s, {rss[0] / 1024:,.0f} MB RSS")
+    annal = {"open_seconds": report["open_seconds"], "peak_rss_kb": rss[0],
+             "cases": {c["name"]: {"seconds": c["seconds"], "rows": c["rows"]}
+                       for c in report["cases"]}}
+    duck = json.loads(duck_out.read_text())
+    duck["peak_rss_kb"] = rss[1]
+    log(f"duckdb (table) queries: {rss[1] / 1024:,.0f} MB RSS")
+    return annal, duck
+
+
+class Lockstep:
+    """A query process that runs one round per line on its stdin and says
+    `done` on its stdout; its max RSS by /usr/bin/time."""
+
+    def __init__(self, name, cmd):
+        self.name = name
+        self.rss_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"compare-rss-{os.getpid()}-{id(self)}"
+        self.proc = subprocess.Popen(
+            ["/usr/bin/time", "-f", "%M", "-o", self.rss_file] + [str(c) for c in cmd],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def round(self):
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if line.strip() != "done":
+            raise SystemExit(f"{self.name}: a round ended without `done` (exit {self.proc.poll()})")
+
+    def close(self):
+        """Ends the process (it writes its results); its max RSS in KB."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        code = self.proc.wait()
+        if code != 0:
+            raise SystemExit(f"{self.name} exited with {code}")
+        rss = int(self.rss_file.read_text().split()[-1])
+        self.rss_file.unlink()
+        return rss
 
 
 def verify_annal(annal, ledger, runs):
@@ -425,7 +503,10 @@ def duckdb_worker(export, cases_file, runs, out, layout="hive", work=None):
                 '{work}/duckdb-file/{table}.parquet')""")
     cases = json.loads(Path(cases_file).read_text())
     timings = {c["name"]: {"seconds": [], "rows": []} for c in cases}
-    for _ in range(int(runs)):
+    # "lockstep": a round per line on stdin, `done` after each (see
+    # lockstep_queries); otherwise RUNS rounds.
+    rounds = sys.stdin if runs == "lockstep" else range(int(runs))
+    for _ in rounds:
         for c in cases:
             started = time.perf_counter()
             result = con.execute(c["sql"])
@@ -433,6 +514,8 @@ def duckdb_worker(export, cases_file, runs, out, layout="hive", work=None):
             table = fetch()
             timings[c["name"]]["seconds"].append(time.perf_counter() - started)
             timings[c["name"]]["rows"].append(table.num_rows)
+        if runs == "lockstep":
+            print("done", flush=True)
     Path(out).write_text(json.dumps({"version": duckdb.__version__, "cases": timings}))
 
 
@@ -730,7 +813,10 @@ def markdown(results):
         f"**{d['name']}**: {d['events']:,} events, {d['objects']:,} objects, {d['clusters']} clusters, "
         f"{d['late']:,} late ({d['late'] / d['events']:.1%}), seed {d['seed']}; "
         f"medians of {results['runs']} runs (ingest: {results['ingest_runs']}), min–max in brackets; "
-        f"{results['machine']['description']}.",
+        f"{results['machine']['description']}."
+        + (" annal's queries and DuckDB's over its native tables ran in alternating rounds "
+           "(one round of every case each, one process per system kept open)."
+           if results.get("lockstep") else ""),
         "",
         "| case | annal | PostgreSQL | DuckDB (its best layout) | annal / PostgreSQL | annal / DuckDB |",
         "|---|---|---|---|---|---|",

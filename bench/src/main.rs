@@ -141,6 +141,12 @@ enum Command {
         cases: PathBuf,
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// Run a round (every case once) for each line read on stdin and
+        /// print `done` after it, until stdin closes (RUNS is ignored): a
+        /// driver alternates rounds with a peer's, so that both systems
+        /// meet the same hours of a shared host.
+        #[arg(long)]
+        lockstep: bool,
         /// Results (JSON).
         #[arg(long)]
         out: PathBuf,
@@ -228,10 +234,15 @@ fn main() -> anyhow::Result<()> {
             data,
             cases,
             runs,
+            lockstep,
             out,
         } => {
             let cases: Vec<sql_cases::Case> = serde_json::from_slice(&std::fs::read(&cases)?)?;
-            let report = sql_cases::run(&data, &cases, runs.max(1))?;
+            let rounds = match lockstep {
+                true => sql_cases::Rounds::Stdin,
+                false => sql_cases::Rounds::Count(runs.max(1)),
+            };
+            let report = sql_cases::run(&data, &cases, rounds)?;
             std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
         }
         Command::KafkaProduce {

@@ -5,6 +5,14 @@
 //! peers keep one connection (PostgreSQL) or one in-process database
 //! (DuckDB): every timing is planning, execution and collecting the rows,
 //! never the store open (timed separately).
+//!
+//! Rounds are either counted or driven by a peer's driver (`--lockstep`):
+//! `bench/compare.py` alternates a round of annal's with a round of
+//! DuckDB's, because the shared host's speed drifts by up to 2x within an
+//! hour, and two systems timed an hour apart compare the hours, not the
+//! systems.
+
+use std::io::{BufRead, Write};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,9 +43,42 @@ pub struct Report {
     pub cases: Vec<Timed>,
 }
 
-/// Runs every case `runs` times, round-robin (case 1..n, then again), so a
-/// slow spell of the machine spreads over all cases instead of one.
-pub fn run(data: &Path, cases: &[Case], runs: usize) -> anyhow::Result<Report> {
+/// How many rounds to run.
+#[derive(Clone, Copy, Debug)]
+pub enum Rounds {
+    /// This many.
+    Count(usize),
+    /// One per line read on stdin, each answered with `done` on stdout.
+    Stdin,
+}
+
+impl Rounds {
+    /// Waits for the next round: false when there is none.
+    fn next(&self, done: usize) -> anyhow::Result<bool> {
+        match self {
+            Rounds::Count(n) => Ok(done < *n),
+            Rounds::Stdin => {
+                let mut line = String::new();
+                Ok(std::io::stdin().lock().read_line(&mut line)? > 0)
+            }
+        }
+    }
+
+    /// Says a round is over.
+    fn finished(&self, done: &mut usize) -> anyhow::Result<()> {
+        *done += 1;
+        if let Rounds::Stdin = self {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "done")?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs every case once per round (case 1..n, then again), so a slow
+/// spell of the machine spreads over all cases instead of one.
+pub fn run(data: &Path, cases: &[Case], rounds: Rounds) -> anyhow::Result<Report> {
     let started = Instant::now();
     // As `annal sql` opens it: compaction is left to the writers.
     let store = Arc::new(Store::open_with(
@@ -59,7 +100,8 @@ pub fn run(data: &Path, cases: &[Case], runs: usize) -> anyhow::Result<Report> {
             rows: Vec::new(),
         })
         .collect();
-    for _ in 0..runs {
+    let mut done = 0;
+    while rounds.next(done)? {
         for (case, t) in cases.iter().zip(&mut timed) {
             let started = Instant::now();
             let answer = runtime
@@ -69,6 +111,7 @@ pub fn run(data: &Path, cases: &[Case], runs: usize) -> anyhow::Result<Report> {
             t.rows
                 .push(answer.batches.iter().map(|b| b.num_rows() as u64).sum());
         }
+        rounds.finished(&mut done)?;
     }
     Ok(Report {
         open_seconds,
