@@ -13,7 +13,6 @@
 //! systems.
 
 use std::io::{BufRead, Write};
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
