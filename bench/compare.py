@@ -387,10 +387,9 @@ class Lockstep:
 
     def __init__(self, name, cmd):
         self.name = name
-        self.rss_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"compare-rss-{os.getpid()}-{id(self)}"
-        self.proc = subprocess.Popen(
-            ["/usr/bin/time", "-f", "%M", "-o", self.rss_file] + [str(c) for c in cmd],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.rss_file = rss_path(f"lockstep-{id(self)}")
+        self.proc = subprocess.Popen(with_max_rss(cmd, self.rss_file),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def round(self):
         self.proc.stdin.write("run\n")
@@ -406,9 +405,7 @@ class Lockstep:
         code = self.proc.wait()
         if code != 0:
             raise SystemExit(f"{self.name} exited with {code}")
-        rss = int(self.rss_file.read_text().split()[-1])
-        self.rss_file.unlink()
-        return rss
+        return read_max_rss(self.rss_file)
 
 
 def verify_annal(annal, ledger, runs):
@@ -923,19 +920,33 @@ def run(cmd, **kw):
 def timed(cmd, stdin_zstd=None):
     """Wall seconds, max RSS (KB, /usr/bin/time) and stdout of a command,
     optionally reading a zstd file decompressed into its stdin."""
-    rss_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"compare-rss-{os.getpid()}"
+    rss_file = rss_path("timed")
     started = time.perf_counter()
     source = None
     if stdin_zstd:
         source = subprocess.Popen(["zstd", "-dc", str(stdin_zstd)], stdout=subprocess.PIPE)
-    stdout = run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + list(cmd),
-                 stdin=source.stdout if source else None)
+    stdout = run(with_max_rss(cmd, rss_file), stdin=source.stdout if source else None)
     if source and source.wait() != 0:
         raise SystemExit(f"zstd -dc {stdin_zstd} failed")
     seconds = time.perf_counter() - started
+    return seconds, read_max_rss(rss_file), stdout
+
+
+def rss_path(tag):
+    """Where /usr/bin/time writes one command's max RSS."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"compare-rss-{os.getpid()}-{tag}"
+
+
+def with_max_rss(cmd, rss_file):
+    """`cmd` run under /usr/bin/time, which writes its max RSS (KB) to `rss_file`."""
+    return ["/usr/bin/time", "-f", "%M", "-o", rss_file] + [str(c) for c in cmd]
+
+
+def read_max_rss(rss_file):
+    """The max RSS (KB) `with_max_rss` recorded; the file is removed."""
     rss = int(rss_file.read_text().split()[-1])
     rss_file.unlink()
-    return seconds, rss, stdout
+    return rss
 
 
 def du(path):
