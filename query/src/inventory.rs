@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use annal_schemas::data::AppInventory;
 use annal_schemas::ownership::{self, Claim, Marker, Ownership};
 use annal_schemas::{EventType, Timestamp};
-use annal_store::versions::{ObjectName, ObjectRef, VersionDetails, VersionRow};
+use annal_store::versions::{ObjectName, ObjectRef, Span, VersionDetails, VersionRow};
 use annal_store::{Entry, ScanKey, Store, StoreError};
 
 use crate::QueryError;
@@ -317,7 +317,8 @@ pub(crate) fn each_live(
     order: Order,
     mut each: impl FnMut(LiveObject<'_>) -> Result<(), QueryError>,
 ) -> Result<(), QueryError> {
-    let Some(versions) = store.cluster_versions(cluster)? else {
+    let at = as_of.valid.unix_micros();
+    let Some(versions) = store.cluster_versions_in(cluster, Span::Live { at })? else {
         return Ok(());
     };
     let mut live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);

@@ -304,13 +304,6 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
     };
     let sums = meta.sums;
     let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
-    let decode = |bytes: &[u8], rows: &mut Vec<VersionRow>| {
-        rows.extend(bytes.chunks_exact(WIDTH).map(|c| {
-            let mut b = [0u8; WIDTH];
-            b.copy_from_slice(c);
-            VersionRow::decode(&b)
-        }))
-    };
     let mut rows = Vec::new();
     let details = match span {
         Span::All => {
@@ -323,41 +316,14 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
             checked("details", &details, sums.map(|s| s.details))?;
             details
         }
+        Span::Live { at } => {
+            read_zoned(dir, meta, i64::MIN, at.saturating_add(1), &mut rows)?;
+            let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
+            checked("details", &details, sums.map(|s| s.details))?;
+            details
+        }
         Span::Starting { since, until } => {
-            let path = dir.join("rows");
-            let io = |e| StoreError::io(&path, e);
-            let complete = meta.rows / zones::ROWS;
-            let zones = zones::read(dir, complete)?;
-            if sums.is_some() && (zones.len() as u64) < complete {
-                // A writer completes the map before its mark names the
-                // rows: a short one was cut since.
-                return Err(damaged(
-                    dir,
-                    &format!("the zone map holds {} of {complete} zones", zones.len()),
-                ));
-            }
-            let ranges = zones::select(&zones, meta.rows, since, until);
-            if !ranges.is_empty() {
-                let file = File::open(&path).map_err(io)?;
-                let mut bytes = Vec::new();
-                for r in ranges {
-                    bytes.resize(((r.end - r.start) * WIDTH as u64) as usize, 0);
-                    file.read_exact_at(&mut bytes, r.start * WIDTH as u64)
-                        .map_err(io)?;
-                    // Ranges start at a zone's first row: each piece is
-                    // one zone, checked against its record, or the tail.
-                    let zone_bytes = zones::ROWS as usize * WIDTH;
-                    for (i, piece) in bytes.chunks(zone_bytes).enumerate() {
-                        let k = (r.start / zones::ROWS) as usize + i;
-                        let want = match zones.get(k) {
-                            Some(z) => Some(z.sum),
-                            None => sums.map(|s| s.tail),
-                        };
-                        checked("rows", piece, want)?;
-                    }
-                    decode(&bytes, &mut rows);
-                }
-            }
+            read_zoned(dir, meta, since, until, &mut rows)?;
             Vec::new()
         }
     };
@@ -381,6 +347,66 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
         rows,
         details,
     })
+}
+
+/// Appends the rows of `bytes` (whole rows).
+fn decode(bytes: &[u8], rows: &mut Vec<VersionRow>) {
+    rows.extend(bytes.chunks_exact(WIDTH).map(|c| {
+        let mut b = [0u8; WIDTH];
+        b.copy_from_slice(c);
+        VersionRow::decode(&b)
+    }))
+}
+
+/// Appends the rows of the zones that can hold a start in `[since,
+/// until)` and the rows past the last zone, each zone checked against
+/// its record and the tail against the mark's checksum.
+fn read_zoned(
+    dir: &Path,
+    meta: &ClusterMeta,
+    since: i64,
+    until: i64,
+    rows: &mut Vec<VersionRow>,
+) -> Result<(), StoreError> {
+    let path = dir.join("rows");
+    let io = |e| StoreError::io(&path, e);
+    let sums = meta.sums;
+    let complete = meta.rows / zones::ROWS;
+    let zones = zones::read(dir, complete)?;
+    if sums.is_some() && (zones.len() as u64) < complete {
+        // A writer completes the map before its mark names the
+        // rows: a short one was cut since.
+        return Err(damaged(
+            dir,
+            &format!("the zone map holds {} of {complete} zones", zones.len()),
+        ));
+    }
+    let ranges = zones::select(&zones, meta.rows, since, until);
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    let file = File::open(&path).map_err(io)?;
+    let mut bytes = Vec::new();
+    for r in ranges {
+        bytes.resize(((r.end - r.start) * WIDTH as u64) as usize, 0);
+        file.read_exact_at(&mut bytes, r.start * WIDTH as u64)
+            .map_err(io)?;
+        // Ranges start at a zone's first row: each piece is one zone,
+        // checked against its record, or the tail.
+        let zone_bytes = zones::ROWS as usize * WIDTH;
+        for (i, piece) in bytes.chunks(zone_bytes).enumerate() {
+            let k = (r.start / zones::ROWS) as usize + i;
+            let want = match zones.get(k) {
+                Some(z) => Some(z.sum),
+                None => sums.map(|s| s.tail),
+            };
+            if let Some(want) = want {
+                check(dir, "rows", piece, want)?;
+            }
+        }
+        decode(&bytes, rows);
+    }
+    Ok(())
 }
 
 /// The CRC-32 of the bytes `range` of a file, read in bounded pieces (an
@@ -653,6 +679,22 @@ mod tests {
                 let got_in: Vec<_> = got.iter().filter(in_range).collect();
                 let want_in: Vec<_> = model.iter().filter(in_range).collect();
                 prop_assert_eq!(got_in, want_in);
+            }
+            // An as-of read through the zone map, ends left open, answers
+            // as a read of every row with its end: at each stored start
+            // tried above (and just before it), as known at the end and
+            // part-way.
+            let every = super::super::read_cluster(dir.path(), "c", &meta, Span::All).unwrap();
+            let known = [model.len() as u64, model.len() as u64 / 2, model.len() as u64 / 5];
+            let live = |v: &super::super::ClusterVersions, at: i64, below: u64| -> Vec<u64> {
+                v.live_at(at, below).iter().map(|r| r.index).collect()
+            };
+            for at in model.iter().map(|r| r.1).step_by(7).flat_map(|t| [t, t - 1]) {
+                let through_zones =
+                    super::super::read_cluster(dir.path(), "c", &meta, Span::Live { at }).unwrap();
+                for below in known {
+                    prop_assert_eq!(live(&through_zones, at, below), live(&every, at, below), "at {} below {}", at, below);
+                }
             }
             for (since, until) in [(i64::MAX - 1, i64::MAX), (i64::MIN, i64::MIN + 1)] {
                 let nothing = read(dir.path(), &meta, Span::Starting { since, until }).unwrap();
