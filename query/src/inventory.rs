@@ -321,7 +321,7 @@ pub(crate) fn each_live(
     let Some(versions) = store.cluster_versions_in(cluster, Span::Live { at })? else {
         return Ok(());
     };
-    let mut live = versions.live_at(as_of.valid.unix_micros(), as_of.known_below);
+    let mut live = versions.live_at(at, as_of.known_below);
     if order == Order::ByName {
         // Object names are unique in a cluster: an unstable sort of the
         // references is deterministic and moves 8 bytes per row; the names
