@@ -305,26 +305,23 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
     let sums = meta.sums;
     let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
     let mut rows = Vec::new();
-    let details = match span {
+    match span {
         Span::All => {
             let bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
             checked("rows", &bytes, sums.map(|s| s.rows))?;
             rows.reserve_exact(meta.rows as usize);
             decode(&bytes, &mut rows);
             row::fill_ends(&mut rows);
+        }
+        Span::Live { at } => read_zoned(dir, meta, i64::MIN, at.saturating_add(1), &mut rows)?,
+        Span::Starting { since, until } => read_zoned(dir, meta, since, until, &mut rows)?,
+    }
+    let details = match span {
+        Span::Starting { .. } => Vec::new(),
+        Span::All | Span::Live { .. } => {
             let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
             checked("details", &details, sums.map(|s| s.details))?;
             details
-        }
-        Span::Live { at } => {
-            read_zoned(dir, meta, i64::MIN, at.saturating_add(1), &mut rows)?;
-            let details = read_prefix(&dir.join("details"), meta.details_bytes)?;
-            checked("details", &details, sums.map(|s| s.details))?;
-            details
-        }
-        Span::Starting { since, until } => {
-            read_zoned(dir, meta, since, until, &mut rows)?;
-            Vec::new()
         }
     };
     let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
