@@ -6,6 +6,8 @@
 # the server's peak RSS; results in bench/results/http-CLIENTS-SECONDS.json.
 #
 # Usage: bash bench/http.sh [CLIENTS] [SECONDS] [BATCH] [MAX_IN_FLIGHT]
+# With LATENCIES=FILE set, every answered request's start and latency go
+# to FILE (CSV), to see where in time the tail falls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-64}
@@ -34,7 +36,8 @@ server=$(pgrep -P "$timer" annal)
 out="bench/results/http-$clients-$seconds.json"
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $clients clients × $batch envelopes per request, $seconds s, --max-in-flight $in_flight"
 target/release/annal-bench http-load --addr "127.0.0.1:$port" --token "$token" \
-  --clients "$clients" --seconds "$seconds" --batch "$batch" --out "$out"
+  --clients "$clients" --seconds "$seconds" --batch "$batch" --out "$out" \
+  ${LATENCIES:+--latencies "$LATENCIES"}
 kill -TERM "$server"
 wait "$timer" || true
 server=

@@ -35,13 +35,14 @@ pub fn run(
     clients: usize,
     seconds: u64,
     batch: usize,
+    timeline: Option<&std::path::Path>,
 ) -> anyhow::Result<Load> {
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let handles: Vec<_> = (0..clients)
         .map(|c| {
             let (addr, token, stop) = (addr.to_string(), token.to_string(), stop.clone());
-            std::thread::spawn(move || client(&addr, &token, c, batch, &stop))
+            std::thread::spawn(move || client(&addr, &token, c, batch, &stop, started))
         })
         .collect();
     std::thread::sleep(Duration::from_secs(seconds));
@@ -52,13 +53,23 @@ pub fn run(
         ..Load::default()
     };
     let mut latencies = Vec::new();
+    let mut answered = Vec::new();
     for h in handles {
         let r = h.join().map_err(|_| anyhow::anyhow!("a client panicked"))?;
         load.requests += r.requests;
         load.acknowledged_events += r.acknowledged;
         load.refused_429 += r.refused;
         load.errors += r.errors;
-        latencies.extend(r.latencies_ms);
+        latencies.extend(&r.latencies_ms);
+        answered.extend(r.started_s.into_iter().zip(r.latencies_ms));
+    }
+    if let Some(path) = timeline {
+        answered.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut csv = String::from("start_s,latency_ms\n");
+        for (start, ms) in answered {
+            csv.push_str(&format!("{start:.4},{ms:.2}\n"));
+        }
+        std::fs::write(path, csv)?;
     }
     load.seconds = started.elapsed().as_secs_f64();
     load.events_per_second = load.acknowledged_events as f64 / load.seconds;
@@ -81,9 +92,18 @@ struct ClientResult {
     refused: u64,
     errors: u64,
     latencies_ms: Vec<f64>,
+    /// When each answered request started (seconds into the run).
+    started_s: Vec<f64>,
 }
 
-fn client(addr: &str, token: &str, c: usize, batch: usize, stop: &AtomicBool) -> ClientResult {
+fn client(
+    addr: &str,
+    token: &str,
+    c: usize,
+    batch: usize,
+    stop: &AtomicBool,
+    run_started: Instant,
+) -> ClientResult {
     let mut out = ClientResult::default();
     let mut seq = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -104,6 +124,8 @@ fn client(addr: &str, token: &str, c: usize, batch: usize, stop: &AtomicBool) ->
             match post(addr, token, &body) {
                 Ok((200, response)) => {
                     out.latencies_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                    out.started_s
+                        .push(t.duration_since(run_started).as_secs_f64());
                     out.requests += 1;
                     let answer: serde_json::Value = response
                         .split_once("\r\n\r\n")

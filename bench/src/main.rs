@@ -99,6 +99,10 @@ enum Command {
         /// Results (JSON).
         #[arg(long)]
         out: PathBuf,
+        /// Also write every answered request as `start_s,latency_ms` (CSV,
+        /// seconds from the start of the run): where in time the tail falls.
+        #[arg(long)]
+        latencies: Option<PathBuf>,
     },
     /// The `envelopes` stream produced to a Kafka topic, round robin over its partitions.
     KafkaProduce {
@@ -270,8 +274,16 @@ fn main() -> anyhow::Result<()> {
             seconds,
             batch,
             out,
+            latencies,
         } => {
-            let load = http_load::run(&addr, &token, clients.max(1), seconds, batch.max(1))?;
+            let load = http_load::run(
+                &addr,
+                &token,
+                clients.max(1),
+                seconds,
+                batch.max(1),
+                latencies.as_deref(),
+            )?;
             eprintln!(
                 "{} clients, {:.1}s: {} requests, {} events acknowledged ({:.0} events/s), p50 {:.1} ms, p99 {:.1} ms, {} refused (429), {} errors",
                 load.clients, load.seconds, load.requests, load.acknowledged_events, load.events_per_second,

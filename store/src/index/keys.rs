@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use annal_schemas::Timestamp;
 
 use super::id_filter::{Filling, IdFilter};
-use super::runs::Buffered;
+use super::runs::{Buffered, Frozen};
 use super::{index_error, Facts};
 use crate::StoreError;
 
@@ -70,12 +70,10 @@ impl Keys {
         );
     }
 
-    /// Writes the pending keys of each index as a sorted run.
-    pub(super) fn flush(&self) -> Result<(), StoreError> {
-        for b in [&self.ids, &self.cluster_time, &self.type_time] {
-            b.flush().map_err(|e| index_error(&self.path, e))?;
-        }
-        Ok(())
+    /// Freezes the pending keys of each index for a run (written by
+    /// [`Frozen::write`]).
+    pub(super) fn freeze(&self) -> [Frozen; 3] {
+        [&self.ids, &self.cluster_time, &self.type_time].map(Buffered::freeze)
     }
 
     /// Bytes of keys not yet in a run.
@@ -327,7 +325,9 @@ mod tests {
                 keys.add(index as u64, &format!("id{index}"), &facts(&cluster, event_type, micros));
                 model.push((cluster, event_type, micros, index as u64));
                 if flush {
-                    keys.flush().unwrap();
+                    for run in keys.freeze() {
+                        run.write().unwrap();
+                    }
                 }
             }
             for (epoch, (from, to)) in [false, true].into_iter().zip(bounds.iter().cycle()) {

@@ -11,8 +11,9 @@
 //! ([`runs`]) and their version rows to the files, without a sync: the
 //! leaf files are the write-ahead log. Every three seconds (and when the
 //! pending keys pass [`PENDING_BYTES`], and on close) the version files
-//! are synced, the pending keys are written as sorted runs, and then the
-//! mark moves to the log size they cover.
+//! are synced and the pending keys frozen; a thread of the mark's own
+//! then writes them as sorted runs, and then moves the mark to the log
+//! size they cover, while commits go on ([`MarkJob`]).
 //!
 //! What a crash loses is therefore a tail: the next open finds the mark,
 //! cuts the version files to its lengths and replays the leaves past it,
@@ -33,7 +34,8 @@ mod runs;
 pub mod versions;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use annal_schemas::{Envelope, EventType, Timestamp};
@@ -47,7 +49,7 @@ pub use keys::ScanKey;
 pub(crate) use mark::ClusterMark;
 use mark::Mark;
 pub(crate) use mark::LAYOUT as MARK_LAYOUT;
-use runs::{Buffered, Reads};
+use runs::{Buffered, Frozen, Reads};
 use versions::{ClusterVersions, NewVersion, Span, VersionIndex};
 
 /// Keyspaces only older layouts have: the mark and the clusters' file
@@ -110,7 +112,9 @@ pub(crate) struct Indexes {
     /// What they hold: `(size, root)`, everything applied (`None`: empty).
     current: Mutex<Option<(u64, Hash)>>,
     /// The size at the last mark written (0 when never).
-    marked: Mutex<u64>,
+    marked: Arc<Mutex<u64>>,
+    /// The mark being written on its own thread, if one is.
+    writing: Mutex<Option<JoinHandle<Result<(), StoreError>>>>,
     /// When the last mark was written (`None`: not yet by this process).
     last_sync: Mutex<Option<Instant>>,
     /// [`SYNC_EVERY`], unless a test holds the mark back.
@@ -334,7 +338,8 @@ impl Indexes {
             keys,
             versions,
             current: Mutex::new(None),
-            marked: Mutex::new(0),
+            marked: Arc::new(Mutex::new(0)),
+            writing: Mutex::new(None),
             last_sync: Mutex::new(None),
             sync_every: Mutex::new(SYNC_EVERY),
         })
@@ -346,9 +351,11 @@ impl Indexes {
         *lock(&self.current)
     }
 
-    /// The size at the last mark: what an open after a crash would find.
+    /// The size at the last mark: what an open after a crash would find
+    /// (once the mark under way, if any, is written).
     #[cfg(test)]
     pub(crate) fn synced(&self) -> Result<u64, StoreError> {
+        self.wait_for_mark()?;
         Ok(*lock(&self.marked))
     }
 
@@ -409,27 +416,61 @@ impl Indexes {
         let due = lock(&self.last_sync).is_none_or(|t| t.elapsed() >= every)
             || self.keys.pending_bytes() + self.versions.pending_bytes() > PENDING_BYTES;
         if due {
-            self.mark(upto, root)?;
+            let job = self.begin_mark(upto, root)?;
+            let handle = std::thread::Builder::new()
+                .name("annal-mark".into())
+                .spawn(move || {
+                    yield_to_commits();
+                    job.write()
+                })
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            *lock(&self.writing) = Some(handle);
         }
         Ok(upto)
     }
 
-    /// Makes what the indexes hold at `size` (root `root`) durable: the
-    /// version files synced, the pending keys written as runs, then the
-    /// mark.
+    /// Makes what the indexes hold at `size` (root `root`) durable before
+    /// it returns.
     fn mark(&self, size: u64, root: Hash) -> Result<(), StoreError> {
+        self.begin_mark(size, root)?.write()
+    }
+
+    /// The part of a mark at `size` (root `root`) that must happen before
+    /// the next commit: the mark before it written (its error, if it
+    /// failed), the version files synced at their lengths now, the pending
+    /// keys frozen. The rest is the [`MarkJob`]'s.
+    fn begin_mark(&self, size: u64, root: Hash) -> Result<MarkJob, StoreError> {
+        self.wait_for_mark()?;
         let clusters = self.versions.sync()?;
-        self.keys.flush()?;
-        self.versions.flush_states()?;
-        Mark::new(size, &root, clusters).write(&self.path)?;
-        *lock(&self.marked) = size;
+        let [ids, cluster_time, type_time] = self.keys.freeze();
         *lock(&self.last_sync) = Some(Instant::now());
-        Ok(())
+        Ok(MarkJob {
+            runs: [ids, cluster_time, type_time, self.versions.freeze_states()],
+            mark: Mark::new(size, &root, clusters),
+            path: self.path.clone(),
+            marked: Arc::clone(&self.marked),
+        })
+    }
+
+    /// Waits for the mark being written on its own thread, if one is;
+    /// its error if it failed (its keys stay frozen and go into the next
+    /// run, and the mark stays where it was).
+    fn wait_for_mark(&self) -> Result<(), StoreError> {
+        let writing = lock(&self.writing).take();
+        match writing.map(JoinHandle::join) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(StoreError::Index {
+                path: self.path.clone(),
+                reason: "writing the key runs panicked".into(),
+            }),
+        }
     }
 
     /// Writes a mark at what the indexes hold (a clean close: the next
     /// open replays nothing, and fjall has no journal of ours to replay).
     pub(crate) fn close(&self) -> Result<(), StoreError> {
+        self.wait_for_mark()?;
         let current = *lock(&self.current);
         if let Some((size, root)) = current {
             let pending = self.keys.pending_bytes() + self.versions.pending_bytes();
@@ -442,6 +483,10 @@ impl Indexes {
 
     /// Empties every index (the mark and the version files go too).
     pub(crate) fn clear(&self) -> Result<(), StoreError> {
+        // A mark under way would write runs into the keyspaces replaced
+        // here, and its mark over the emptied indexes: it ends first (its
+        // error is moot, what it wrote goes).
+        let _ = self.wait_for_mark();
         self.keys.clear()?;
         self.versions.clear()?;
         Mark::remove(&self.path)?;
@@ -506,6 +551,7 @@ impl Indexes {
     /// has left).
     #[cfg(test)]
     pub(crate) fn level0_tables(&self) -> usize {
+        let _ = self.wait_for_mark();
         self.db
             .list_keyspace_names()
             .iter()
@@ -514,14 +560,61 @@ impl Indexes {
             .sum()
     }
 
-    /// The key indexes (tests damage them).
+    /// The key indexes (tests damage them), once the mark under way is
+    /// written: damage is done to keys pending or in runs, not frozen.
     #[cfg(test)]
     pub(crate) fn keys(&self) -> &keys::Keys {
+        let _ = self.wait_for_mark();
         &self.keys
     }
 
     fn error(&self, e: fjall::Error) -> StoreError {
         index_error(&self.path, e)
+    }
+}
+
+impl Drop for Indexes {
+    /// A mark under way is finished: the next open of the directory (in
+    /// this process, often) must not find its runs half written or the
+    /// database still held.
+    fn drop(&mut self) {
+        let _ = self.wait_for_mark();
+    }
+}
+
+/// Nice value of the mark's writer (commits run at 0).
+const MARK_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's priority to [`MARK_NICENESS`]: Linux keeps
+/// a nice value per thread, and this one only moves the mark.
+///
+/// Why: on two cores, the mark's runs (a third of a second of CPU every
+/// 3 s under HTTP load) took their core from the commit thread and the
+/// request handlers, and those commits made the p99. At nice 10 the
+/// runs get the CPU the commits leave. Best effort: where it fails the
+/// thread runs as it is.
+fn yield_to_commits() {
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), MARK_NICENESS);
+}
+
+/// The part of a mark written while commits go on: the frozen keys'
+/// runs, then the mark itself, naming only what is on disk (the version
+/// files were synced before the keys were frozen).
+struct MarkJob {
+    runs: [Frozen; 4],
+    mark: Mark,
+    path: PathBuf,
+    marked: Arc<Mutex<u64>>,
+}
+
+impl MarkJob {
+    fn write(self) -> Result<(), StoreError> {
+        for run in self.runs {
+            run.write().map_err(|e| index_error(&self.path, e))?;
+        }
+        self.mark.write(&self.path)?;
+        *lock(&self.marked) = self.mark.size;
+        Ok(())
     }
 }
 

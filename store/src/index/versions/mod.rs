@@ -47,7 +47,7 @@ use std::sync::{Mutex, RwLock};
 
 use super::index_error;
 use super::mark::ClusterMark;
-use super::runs::Buffered;
+use super::runs::{Buffered, Frozen};
 use crate::StoreError;
 
 pub use details::VersionDetails;
@@ -455,9 +455,9 @@ impl VersionIndex {
         Ok(self.snapshot())
     }
 
-    /// Writes the object states as a sorted run.
-    pub(crate) fn flush_states(&self) -> Result<(), StoreError> {
-        self.objects.flush().map_err(|e| self.error(e))
+    /// Freezes the object states not yet in a run, for one.
+    pub(crate) fn freeze_states(&self) -> Frozen {
+        self.objects.freeze()
     }
 
     /// Bytes of object states not yet in a run.
