@@ -19,7 +19,7 @@
 //! a thread of its own ([`Frozen::write`]): writing the runs of ~370k
 //! events took 310–384 ms, and a commit thread that wrote them itself
 //! held every HTTP request waiting for the commit after it that long
-//! (README "HTTP ingest").
+//! (README "HTTP ingest under load").
 //!
 //! Emptying a keyspace replaces it by a new one (`ids`, then `ids.1`, ...)
 //! rather than calling fjall's `clear`: fjall journals a clear and replays
