@@ -52,7 +52,6 @@ pub fn run(
         batch,
         ..Load::default()
     };
-    let mut latencies = Vec::new();
     let mut answered = Vec::new();
     for h in handles {
         let r = h.join().map_err(|_| anyhow::anyhow!("a client panicked"))?;
@@ -60,17 +59,17 @@ pub fn run(
         load.acknowledged_events += r.acknowledged;
         load.refused_429 += r.refused;
         load.errors += r.errors;
-        latencies.extend(&r.latencies_ms);
-        answered.extend(r.started_s.into_iter().zip(r.latencies_ms));
+        answered.extend(r.answered);
     }
     if let Some(path) = timeline {
         answered.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut csv = String::from("start_s,latency_ms\n");
-        for (start, ms) in answered {
+        for (start, ms) in &answered {
             csv.push_str(&format!("{start:.4},{ms:.2}\n"));
         }
         std::fs::write(path, csv)?;
     }
+    let mut latencies: Vec<f64> = answered.into_iter().map(|(_, ms)| ms).collect();
     load.seconds = started.elapsed().as_secs_f64();
     load.events_per_second = load.acknowledged_events as f64 / load.seconds;
     latencies.sort_by(f64::total_cmp);
@@ -91,9 +90,9 @@ struct ClientResult {
     acknowledged: u64,
     refused: u64,
     errors: u64,
-    latencies_ms: Vec<f64>,
-    /// When each answered request started (seconds into the run).
-    started_s: Vec<f64>,
+    /// Each answered request: when it started (seconds into the run) and
+    /// its latency (ms).
+    answered: Vec<(f64, f64)>,
 }
 
 fn client(
@@ -123,9 +122,10 @@ fn client(
             let t = Instant::now();
             match post(addr, token, &body) {
                 Ok((200, response)) => {
-                    out.latencies_ms.push(t.elapsed().as_secs_f64() * 1e3);
-                    out.started_s
-                        .push(t.duration_since(run_started).as_secs_f64());
+                    out.answered.push((
+                        t.duration_since(run_started).as_secs_f64(),
+                        t.elapsed().as_secs_f64() * 1e3,
+                    ));
                     out.requests += 1;
                     let answer: serde_json::Value = response
                         .split_once("\r\n\r\n")
