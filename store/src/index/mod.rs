@@ -71,9 +71,14 @@ const CACHE_BYTES: u64 = 16 << 20;
 /// Each mark writes one run per keyspace and syncs every cluster's
 /// version files, so it also sets how small the runs are: at one second,
 /// the runs' compaction took a third of ingest's CPU (see
-/// `runs::L0_RUNS`). Three seconds is about 100k events of replay after
-/// a crash (a second or two on open).
-const SYNC_EVERY: Duration = Duration::from_secs(3);
+/// `runs::L0_RUNS`). At two seconds rather than three, the same ingests
+/// ran at 83k events/s at 10M and 120–129k at 1M, against 59–63k and
+/// 92–103k (single runs, README "Storage: a mark every two seconds"):
+/// the commit thread used 88 s of CPU over 10M instead of
+/// 127 s, compaction about the same (13 s, 14 s). Why is not profiled;
+/// the pending key maps are a third smaller. Two seconds is at most
+/// about 170k events of replay after a crash.
+const SYNC_EVERY: Duration = Duration::from_secs(2);
 
 /// What the indexes need from one event.
 ///

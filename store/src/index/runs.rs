@@ -80,8 +80,8 @@ const TABLE_BYTES: u64 = 4 << 20;
 /// L0_RUNS`. With fjall's defaults and a run per second, compaction
 /// rewrote 64 MiB for every 2 MiB of new ids and its worker took a third
 /// of ingest's CPU (34% over 4M- and 5M-event ingests, 37% in the middle
-/// of a 10M one). With 16 runs of three seconds each, level 0 gathers
-/// about 48 s of keys before one merge: the worker used 14 s of CPU over
+/// of a 10M one). With 16 runs of three seconds each (two since), level 0
+/// gathered about 48 s of keys before one merge: the worker used 14 s of CPU over
 /// the 4M-event ingest instead of 114 s (README "Storage: compaction of
 /// the key indexes"). The price is on reads: a lookup checks up to 16
 /// more bloom filters (pinned in memory), 9% of the commit thread at 10M.
