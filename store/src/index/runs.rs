@@ -24,9 +24,9 @@
 //! Pending and frozen keys are held as the keyspace is read: sorted for
 //! the range scans of the time orders, hashed for the point reads of ids
 //! and object states. Every event inserts one id and reads and writes one
-//! object state, and a miss in a B-tree of the ~200k pending keys costs
-//! about 18 key comparisons where a hash probe costs one; the mark's
-//! thread sorts hashed keys for their run.
+//! object state, and a miss in a B-tree of a mark's ~170k pending keys
+//! costs about 17 key comparisons where a hash probe costs one; the
+//! mark's thread sorts hashed keys for their run.
 //!
 //! Emptying a keyspace replaces it by a new one (`ids`, then `ids.1`, ...)
 //! rather than calling fjall's `clear`: fjall journals a clear and replays
@@ -80,10 +80,10 @@ const TABLE_BYTES: u64 = 4 << 20;
 /// L0_RUNS`. With fjall's defaults and a run per second, compaction
 /// rewrote 64 MiB for every 2 MiB of new ids and its worker took a third
 /// of ingest's CPU (34% over 4M- and 5M-event ingests, 37% in the middle
-/// of a 10M one). With 16 runs of three seconds each (two since), level 0
-/// gathered about 48 s of keys before one merge: the worker used 14 s of CPU over
-/// the 4M-event ingest instead of 114 s (README "Storage: compaction of
-/// the key indexes"). The price is on reads: a lookup checks up to 16
+/// of a 10M one). With 16 runs of three seconds each (two since), level
+/// 0 gathered about 48 s of keys before one merge: the worker used 14 s
+/// of CPU over the 4M-event ingest instead of 114 s (README "Storage:
+/// compaction of the key indexes"). The price is on reads: a lookup checks up to 16
 /// more bloom filters (pinned in memory), 9% of the commit thread at 10M.
 const L0_RUNS: u8 = 16;
 const LEVEL_RATIO: f32 = 4.0;
@@ -544,9 +544,10 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         /// Against a BTreeMap, with keys held sorted or hashed: every get
-        /// and range answers as the model, whichever keys were flushed into runs, which are frozen (their
-        /// run not started, written but not yet released, or failed and
-        /// frozen again) and which still wait.
+        /// and range answers as the model, whichever keys were flushed
+        /// into runs, which are frozen (their run not started, written but
+        /// not yet released, or failed and frozen again) and which still
+        /// wait.
         #[test]
         fn answers_as_a_sorted_map_across_runs(
             ops in prop::collection::vec((0u8..40, 0u8..4, 0u8..5), 1..120),
