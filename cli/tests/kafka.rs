@@ -213,9 +213,19 @@ impl Consumer {
                 .unwrap(),
         );
         let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let addr = served_address(&first, "http");
-        let log = Arc::new(Mutex::new(vec![first]));
+        // A restart after a SIGKILL that came before the first index mark
+        // says first that it builds the indexes from the leaves.
+        let mut before = Vec::new();
+        let addr = loop {
+            let line = lines.next().unwrap().unwrap();
+            if line.contains("serving on") {
+                let addr = served_address(&line, "http");
+                before.push(line);
+                break addr;
+            }
+            before.push(line);
+        };
+        let log = Arc::new(Mutex::new(before));
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
