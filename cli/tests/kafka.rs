@@ -212,20 +212,12 @@ impl Consumer {
                 .spawn()
                 .unwrap(),
         );
-        let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
-        // A restart after a SIGKILL that came before the first index mark
-        // says first that it builds the indexes from the leaves.
-        let mut before = Vec::new();
-        let addr = loop {
-            let line = lines.next().unwrap().unwrap();
-            if line.contains("serving on") {
-                let addr = served_address(&line, "http");
-                before.push(line);
-                break addr;
-            }
-            before.push(line);
-        };
-        let log = Arc::new(Mutex::new(before));
+        let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
+        let (addr, read) = read_to_address(&mut stderr, "http");
+        let log = Arc::new(Mutex::new(
+            read.lines().map(str::to_string).collect::<Vec<_>>(),
+        ));
+        let lines = stderr.lines();
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {

@@ -118,6 +118,21 @@ pub fn served_address(line: &str, scheme: &str) -> String {
         .to_string()
 }
 
+/// Reads `annal serve`'s stderr up to the line that names its address
+/// (a restart after a crash first says it rebuilds its indexes); returns
+/// the address and the lines read, that one included.
+pub fn read_to_address(stderr: &mut impl std::io::BufRead, scheme: &str) -> (String, String) {
+    let mut read = String::new();
+    loop {
+        let start = read.len();
+        let n = stderr.read_line(&mut read).unwrap();
+        let line = &read[start..];
+        if n == 0 || line.contains(&format!("{scheme}://")) {
+            return (served_address(line, scheme), read);
+        }
+    }
+}
+
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -152,7 +167,7 @@ pub struct Server {
 
 impl Server {
     /// Starts `annal serve --listen 127.0.0.1:0 ARGS` over `ledger` and
-    /// waits for its first line, which names the address.
+    /// waits for the line that names the address.
     pub fn start(ledger: &Ledger, args: &[&str]) -> Server {
         use std::io::BufRead;
         let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
@@ -166,10 +181,8 @@ impl Server {
                 .unwrap(),
         );
         let mut reader = std::io::BufReader::new(child.0.stderr.take().unwrap());
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        let addr = served_address(&line, "http");
-        let log = std::sync::Arc::new(std::sync::Mutex::new(line));
+        let (addr, read) = read_to_address(&mut reader, "http");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(read));
         let kept = log.clone();
         std::thread::spawn(move || {
             let mut line = String::new();
