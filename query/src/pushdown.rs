@@ -49,6 +49,10 @@ pub struct EventBounds {
     /// keep only the rows of that name's hash, and a scan that needs the
     /// leaves reads only theirs.
     pub name: Option<String>,
+    /// `column [NOT] LIKE 'prefix%'` on an envelope text column: column
+    /// chunk reads keep only the rows that match (inexact: the leaves are
+    /// not narrowed by it, so it is applied again above the scan).
+    pub prefixes: Vec<annal_store::columns::Prefix>,
 }
 
 impl EventBounds {
@@ -96,6 +100,7 @@ impl EventBounds {
             types: self.possible_types(),
             since: self.since.map(|t| t.unix_micros()),
             until: self.until.map(|t| t.unix_micros()),
+            prefixes: self.prefixes.clone(),
         }
     }
 
@@ -148,6 +153,7 @@ impl EventBounds {
                 };
                 self.compare(column, op, value);
             }
+            Expr::Like(like) => self.prefixes.extend(prefix_like(like)),
             Expr::Between(between) if !between.negated => {
                 if let Some(c) = column_name(&between.expr) {
                     self.compare(c, Operator::GtEq, &between.low);
@@ -209,6 +215,36 @@ impl EventBounds {
             _ => {}
         }
     }
+}
+
+/// `column [NOT] LIKE 'prefix%'` on an envelope text column, with no
+/// other wildcard and no escape: the only `LIKE` a prefix test answers.
+fn prefix_like(
+    like: &datafusion::logical_expr::expr::Like,
+) -> Option<annal_store::columns::Prefix> {
+    const TEXT: [&str; 7] = [
+        "source",
+        "principal",
+        "impersonated",
+        "field_manager",
+        "controller",
+        "credential",
+        "app",
+    ];
+    if like.case_insensitive || like.escape_char.is_some() {
+        return None;
+    }
+    let column = column_name(&like.expr).filter(|c| TEXT.contains(c))?;
+    let pattern = string_literal(&like.pattern)?;
+    let prefix = pattern.strip_suffix('%')?;
+    if prefix.contains(['%', '_', '\\']) {
+        return None;
+    }
+    Some(annal_store::columns::Prefix {
+        column: column.to_string(),
+        prefix: prefix.to_string(),
+        negated: like.negated,
+    })
 }
 
 /// Whether every way of scanning `events` keeps exactly the rows `expr`
@@ -535,6 +571,48 @@ mod tests {
         ];
         for (filter, want) in cases {
             assert_eq!(EventBounds::pushdown(&[&filter]), vec![want], "{filter}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_like_on_a_text_column_narrows_chunk_reads_inexactly() {
+        use TableProviderFilterPushDown::{Inexact, Unsupported};
+        let prefix = |column: &str, prefix: &str, negated: bool| annal_store::columns::Prefix {
+            column: column.into(),
+            prefix: prefix.into(),
+            negated,
+        };
+        let cases = [
+            (
+                col("principal").not_like(lit("system:%")),
+                Some(prefix("principal", "system:", true)),
+            ),
+            (
+                col("credential").like(lit("sha256:%")),
+                Some(prefix("credential", "sha256:", false)),
+            ),
+            (col("app").like(lit("%")), Some(prefix("app", "", false))),
+            // Any other wildcard, an escape, case folding, a column the
+            // sidecar does not hold as text: not a prefix test.
+            (col("principal").like(lit("system:%:x%")), None),
+            (col("principal").like(lit("sys_em:%")), None),
+            (col("principal").like(lit("%admin")), None),
+            (col("principal").like(lit("alice")), None),
+            (col("principal").like(lit("a\\%%")), None),
+            (col("principal").ilike(lit("system:%")), None),
+            (col("data").like(lit("{%")), None),
+            (col("id").like(lit("e%")), None),
+        ];
+        for (filter, want) in cases {
+            let b = EventBounds::from_filters(std::slice::from_ref(&filter));
+            assert_eq!(
+                b.prefixes,
+                want.clone().into_iter().collect::<Vec<_>>(),
+                "{filter}"
+            );
+            let push = if want.is_some() { Inexact } else { Unsupported };
+            assert_eq!(EventBounds::pushdown(&[&filter]), vec![push], "{filter}");
+            assert_eq!(b.keep().prefixes, b.prefixes);
         }
     }
 

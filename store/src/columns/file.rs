@@ -110,8 +110,8 @@ pub(crate) fn read_checked(path: &Path, blake3_hex: &str) -> Option<Bytes> {
 /// was half of a full scan that projects a string (copying `principal`
 /// out of the dictionary for every row of human-writes-per-day at 10M),
 /// and DataFusion groups, compares and filters views without copying
-/// them again. The string columns a row filter tests (`cluster`, `type`)
-/// are read as Arrow dictionaries, so the filter compares each distinct
+/// them again. The string columns a row filter tests (`cluster`, `type`,
+/// and a [`super::Prefix`]'s) are read as Arrow dictionaries, so the filter compares each distinct
 /// value once per page and the rows by their keys; where projected, they
 /// become views of the rows that passed.
 pub(crate) fn decode<R: ChunkReader + 'static>(
@@ -125,11 +125,15 @@ pub(crate) fn decode<R: ChunkReader + 'static>(
         .fields()
         .iter()
         .map(|f| match f.data_type() {
-            DataType::Utf8 if DICTIONARY_READ.contains(&f.name().as_str()) => Field::new(
-                f.name(),
-                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
-                f.is_nullable(),
-            ),
+            DataType::Utf8
+                if DICTIONARY_READ.contains(&f.name().as_str()) || keep.tests_text(f.name()) =>
+            {
+                Field::new(
+                    f.name(),
+                    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                    f.is_nullable(),
+                )
+            }
             DataType::Utf8 => Field::new(f.name(), DataType::Utf8View, f.is_nullable()),
             _ => f.as_ref().clone(),
         })

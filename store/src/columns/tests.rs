@@ -291,6 +291,15 @@ fn kept(keep: &Keep, row: &Model) -> bool {
         && keep.types.as_ref().is_none_or(|t| t.contains(&row.3))
         && keep.since.is_none_or(|s| row.2 >= s)
         && keep.until.is_none_or(|u| row.2 < u)
+        && keep.prefixes.iter().all(|p| {
+            let at = super::COLUMNS.iter().position(|c| *c == p.column);
+            let value = match at {
+                Some(3) => Some(&row.3),
+                Some(c @ 4..12) => row.4[c - 4].as_ref(),
+                _ => None,
+            };
+            value.is_some_and(|v| v.starts_with(&p.prefix) != p.negated)
+        })
 }
 
 fn keep() -> impl Strategy<Value = Keep> {
@@ -314,13 +323,40 @@ fn keep() -> impl Strategy<Value = Keep> {
         proptest::option::of(proptest::sample::subsequence(types.to_vec(), 0..3)),
         proptest::option::of(proptest::sample::select(times.clone())),
         proptest::option::of(proptest::sample::select(times)),
+        proptest::collection::vec(prefix(), 0..3),
     )
-        .prop_map(|(name, cluster, types, since, until)| Keep {
+        .prop_map(|(name, cluster, types, since, until, prefixes)| Keep {
             name: name.map(str::to_string),
             cluster: cluster.map(|c| format!("c{c}")),
             types: types.map(|t| t.into_iter().map(str::to_string).collect()),
             since,
             until,
+            prefixes,
+        })
+}
+
+/// Prefixes of the test events' texts (and of none, and of a column
+/// that is not text).
+fn prefix() -> impl Strategy<Value = super::Prefix> {
+    (
+        proptest::sample::select(vec![
+            "principal",
+            "credential",
+            "app",
+            "type",
+            "cluster",
+            "controller",
+            "sync_phase",
+        ]),
+        proptest::sample::select(vec![
+            "", "a", "al", "alice", "fp1", "argocd:", "object.", "c1", "zz",
+        ]),
+        proptest::bool::ANY,
+    )
+        .prop_map(|(column, prefix, negated)| super::Prefix {
+            column: column.to_string(),
+            prefix: prefix.to_string(),
+            negated,
         })
 }
 
