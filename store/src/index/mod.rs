@@ -9,9 +9,9 @@
 //! mark names is on disk, and the mark is stored with the root of the log
 //! at its size.** Commits add their keys and object states to memory
 //! ([`runs`]) and their version rows to the files, without a sync: the
-//! leaf files are the write-ahead log. Every three seconds (and when the
-//! pending keys pass [`PENDING_BYTES`], and on close) the version files
-//! are synced and the pending keys frozen; a thread of the mark's own
+//! leaf files are the write-ahead log. Every two seconds ([`SYNC_EVERY`];
+//! and when the pending keys pass [`PENDING_BYTES`], and on close) the
+//! version files are synced and the pending keys frozen; a thread of the mark's own
 //! then writes them as sorted runs, and then moves the mark to the log
 //! size they cover, while commits go on ([`MarkJob`]).
 //!
