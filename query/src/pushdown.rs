@@ -222,19 +222,11 @@ impl EventBounds {
 fn prefix_like(
     like: &datafusion::logical_expr::expr::Like,
 ) -> Option<annal_store::columns::Prefix> {
-    const TEXT: [&str; 7] = [
-        "source",
-        "principal",
-        "impersonated",
-        "field_manager",
-        "controller",
-        "credential",
-        "app",
-    ];
     if like.case_insensitive || like.escape_char.is_some() {
         return None;
     }
-    let column = column_name(&like.expr).filter(|c| TEXT.contains(c))?;
+    let text = &annal_store::columns::COLUMNS[annal_store::columns::TEXT];
+    let column = column_name(&like.expr).filter(|c| text.contains(c))?;
     let pattern = string_literal(&like.pattern)?;
     let prefix = pattern.strip_suffix('%')?;
     if prefix.contains(['%', '_', '\\']) {

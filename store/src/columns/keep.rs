@@ -20,7 +20,7 @@ use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
 use parquet::arrow::ProjectionMask;
 use parquet::schema::types::SchemaDescriptor;
 
-use super::{COLUMNS, NAME_HASH};
+use super::{COLUMNS, NAME_HASH, TEXT};
 
 /// The rows of a chunk a scan can use. Each bound is a conjunct; `None`
 /// keeps every row. Rows it drops are rows the scan's own filter would
@@ -130,9 +130,9 @@ impl Keep {
                 prefix,
                 negated,
             } = p.clone();
-            match COLUMNS[..NAME_HASH].iter().position(|c| *c == column) {
-                Some(at) if TEXT.contains(&column.as_str()) => tests.push((
-                    at,
+            match COLUMNS[TEXT].iter().position(|c| *c == column) {
+                Some(at) => tests.push((
+                    TEXT.start + at,
                     strings(move |v| v.starts_with(prefix.as_str()) != negated),
                 )),
                 // Not a text column: nothing can match.
@@ -194,19 +194,6 @@ fn strings(matches: impl Fn(&str) -> bool + Send + 'static) -> Test {
         ))
     })
 }
-
-/// The envelope's text columns a [`Prefix`] may test.
-const TEXT: [&str; 9] = [
-    "type",
-    "cluster",
-    "source",
-    "principal",
-    "impersonated",
-    "field_manager",
-    "controller",
-    "credential",
-    "app",
-];
 
 fn position(name: &str) -> usize {
     COLUMNS.iter().position(|c| *c == name).unwrap_or(0)

@@ -34,7 +34,9 @@ use arrow_array::RecordBatch;
 pub use keep::{Keep, Prefix};
 pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
-pub use row::{app_of, app_of_data, has_app, read_schema, schema, COLUMNS, NAME_HASH, SYNC_START};
+pub use row::{
+    app_of, app_of_data, has_app, read_schema, schema, COLUMNS, NAME_HASH, SYNC_START, TEXT,
+};
 use seal::Sealer;
 
 use crate::leaves::Segments;

@@ -51,6 +51,10 @@ pub const COLUMNS: [&str; 25] = [
 /// Where the sync columns start in [`COLUMNS`].
 pub const SYNC_START: usize = 12;
 
+/// The envelope's text columns in [`COLUMNS`], `type` to `app`: the ones
+/// a [`super::Prefix`] may test.
+pub const TEXT: std::ops::Range<usize> = 3..SYNC_START;
+
 /// Where the name hash is in [`COLUMNS`] (after the sync columns).
 pub const NAME_HASH: usize = 24;
 
