@@ -111,9 +111,10 @@ pub(crate) fn read_checked(path: &Path, blake3_hex: &str) -> Option<Bytes> {
 /// out of the dictionary for every row of human-writes-per-day at 10M),
 /// and DataFusion groups, compares and filters views without copying
 /// them again. The string columns a row filter tests (`cluster`, `type`,
-/// and a [`super::Prefix`]'s) are read as Arrow dictionaries, so the filter compares each distinct
-/// value once per page and the rows by their keys; where projected, they
-/// become views of the rows that passed.
+/// and a [`super::Prefix`]'s) are read as Arrow dictionaries, so the
+/// filter compares each distinct value once per page and the rows by
+/// their keys; where projected, they become views of the rows that
+/// passed.
 pub(crate) fn decode<R: ChunkReader + 'static>(
     source: R,
     columns: &[usize],

@@ -11,9 +11,9 @@
 //! ([`runs`]) and their version rows to the files, without a sync: the
 //! leaf files are the write-ahead log. Every two seconds ([`SYNC_EVERY`];
 //! and when the pending keys pass [`PENDING_BYTES`], and on close) the
-//! version files are synced and the pending keys frozen; a thread of the mark's own
-//! then writes them as sorted runs, and then moves the mark to the log
-//! size they cover, while commits go on ([`MarkJob`]).
+//! version files are synced and the pending keys frozen; a thread of the
+//! mark's own then writes them as sorted runs, and then moves the mark to
+//! the log size they cover, while commits go on ([`MarkJob`]).
 //!
 //! What a crash loses is therefore a tail: the next open finds the mark,
 //! cuts the version files to its lengths and replays the leaves past it,
