@@ -40,7 +40,8 @@ server=$(pgrep -P "$timer" annal)
 out="bench/results/kafka-$count-$seed.json"
 # Watches the consumer's counter: time from the first committed batch to
 # the last message.
-python3 - "$port" "$count" "$out" <<'PY'
+# (When the server stops early, e.g. on a full disk, its log says why.)
+python3 - "$port" "$count" "$out" <<'PY' || { echo "the server stopped; its log:" >&2; tail -n 20 "$work/server.log" >&2; exit 1; }
 import json, sys, time, urllib.request
 port, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 def metric(name):
