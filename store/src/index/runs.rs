@@ -83,8 +83,9 @@ const TABLE_BYTES: u64 = 4 << 20;
 /// of a 10M one). With 16 runs of three seconds each (two since), level
 /// 0 gathered about 48 s of keys before one merge: the worker used 14 s
 /// of CPU over the 4M-event ingest instead of 114 s (README "Storage:
-/// compaction of the key indexes"). The price is on reads: a lookup checks up to 16
-/// more bloom filters (pinned in memory), 9% of the commit thread at 10M.
+/// compaction of the key indexes"). The price is on reads: a lookup
+/// checks up to 16 more bloom filters (pinned in memory), 9% of the
+/// commit thread at 10M.
 const L0_RUNS: u8 = 16;
 const LEVEL_RATIO: f32 = 4.0;
 
