@@ -49,9 +49,10 @@ pub struct ColumnChunk {
 }
 
 /// The sidecar's layout: 2 added the `app.sync` fields, 3 the hash of the
-/// object's name. A chunk of another layout is read from the leaves until
-/// the writer writes it again.
-pub const LAYOUT: u32 = 3;
+/// object's name, 4 grouped each file's rows by type and cluster. A chunk
+/// of another layout is read from the leaves until the writer writes it
+/// again.
+pub const LAYOUT: u32 = 4;
 
 fn layout_1() -> u32 {
     1

@@ -148,8 +148,8 @@ fn in_chunks(store: &Store) -> (Vec<Model>, u64) {
     in_chunks_keeping(store, &Keep::default())
 }
 
-/// What the chunks say (every column) of the rows `keep` keeps, and where
-/// they end.
+/// What the chunks say (every column) of the rows `keep` keeps, in log
+/// order, and where they end; each file's rows must come grouped.
 fn in_chunks_keeping(store: &Store, keep: &Keep) -> (Vec<Model>, u64) {
     let all: Vec<usize> = (0..COLUMNS.len()).collect();
     let mut rows = Vec::new();
@@ -161,9 +161,17 @@ fn in_chunks_keeping(store: &Store, keep: &Keep) -> (Vec<Model>, u64) {
             .read_column_chunk(&chunk, &all, keep)
             .unwrap()
             .expect("intact");
-        for b in batches {
-            rows.extend(models(&b.unwrap()));
-        }
+        let mut read: Vec<Model> = batches.flat_map(|b| models(&b.unwrap())).collect();
+        // A file groups its rows by type, then cluster, in log order
+        // within a group.
+        let key = |r: &Model| (r.3.clone(), r.4[0].clone(), r.0);
+        assert!(
+            read.windows(2).all(|w| key(&w[0]) < key(&w[1])),
+            "chunk {} is not grouped by type and cluster",
+            chunk.start
+        );
+        read.sort_by_key(|r| r.0);
+        rows.extend(read);
     }
     (rows, next)
 }

@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use annal_store::columns::ColumnChunk;
+use annal_store::columns::{ChunkBatches, ColumnChunk};
 use annal_store::{RawLeaf, Store, StoreError};
-use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::streaming::PartitionStream;
@@ -69,7 +69,7 @@ impl PartitionStream for NamedPart {
             let chosen = chunks.iter().flat_map(|chunk| {
                 let leaves: Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> =
                     match store.read_column_chunk(chunk, &[0], &keep) {
-                        Ok(Some(batches)) => Box::new(batches.flat_map(|b| indexed(store, b))),
+                        Ok(Some(batches)) => indexed(store, batches),
                         // Refused (damaged): every leaf of the chunk.
                         Ok(None) => store.leaves(chunk.start, chunk.end()),
                         Err(e) => Box::new(std::iter::once(Err(e))),
@@ -93,20 +93,25 @@ impl PartitionStream for NamedPart {
     }
 }
 
-/// The leaves of the entries a chunk read kept (its `index` column).
+/// The leaves of the entries a chunk read kept (its `index` column), in
+/// log order (a chunk's file groups its rows by type and cluster).
 fn indexed(
     store: &Store,
-    batch: Result<RecordBatch, StoreError>,
+    batches: ChunkBatches,
 ) -> Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> {
-    let batch = match batch {
-        Ok(b) => b,
-        Err(e) => return Box::new(std::iter::once(Err(e))),
-    };
-    let Some(indexes) = batch.column(0).as_primitive_opt::<UInt64Type>() else {
-        let e = StoreError::Corrupt("a column chunk's index is not UInt64".into());
-        return Box::new(std::iter::once(Err(e)));
-    };
-    let indexes = indexes.values().to_vec();
+    let mut indexes = Vec::new();
+    for batch in batches {
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        let Some(kept) = batch.column(0).as_primitive_opt::<UInt64Type>() else {
+            let e = StoreError::Corrupt("a column chunk's index is not UInt64".into());
+            return Box::new(std::iter::once(Err(e)));
+        };
+        indexes.extend_from_slice(kept.values());
+    }
+    indexes.sort_unstable();
     Box::new(indexes.into_iter().map(move |ix| {
         store
             .leaf_bytes(ix)?
