@@ -308,7 +308,7 @@ impl Store {
 
     /// The column chunks that cover the start of the committed log, in
     /// order; entries past the last one are read from the leaves.
-    pub fn column_chunks(&self) -> Result<Vec<ColumnChunk>, StoreError> {
+    pub fn column_chunks(&self) -> Result<Vec<std::sync::Arc<ColumnChunk>>, StoreError> {
         self.columns.chunks(self.lock_free_size())
     }
 

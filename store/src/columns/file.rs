@@ -5,7 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::Write;
+use std::io::{BufReader, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,13 +16,16 @@ use arrow_schema::{ArrowError, DataType, Field, Schema};
 use arrow_select::take::take_record_batch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
 };
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::WriterProperties;
-use parquet::file::reader::ChunkReader;
+use parquet::file::metadata::{KeyValue, PageIndexPolicy, ParquetMetaData};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
+use serde::{Deserialize, Serialize};
 
 use super::keep::Keep;
 use super::{ChunkBatches, COLUMNS, NAME_HASH, SYNC_START};
@@ -52,8 +56,16 @@ fn corrupt(what: impl std::fmt::Display) -> StoreError {
 /// the `syncs` view only, keep zstd. The name hash is four random bytes a
 /// row: stored plain, as nothing would make it smaller.
 pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
-    let batch = &grouped(batch)?;
+    let (batch, groups) = grouped(batch)?;
+    let batch = &batch;
+    let groups = serde_json::to_string(&groups).map_err(corrupt)?;
     let mut props = WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![KeyValue::new(GROUPS.to_string(), groups)]))
+        // Small pages, located by the offset index and without min/max
+        // statistics (the groups say more): a read of one group's rows
+        // reads the pages that hold them, not the column.
+        .set_data_page_row_count_limit(PAGE_ROWS)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(corrupt)?))
         .set_max_row_group_row_count(Some(batch.num_rows().max(1)));
     for (i, name) in COLUMNS[..SYNC_START].iter().enumerate() {
@@ -93,8 +105,12 @@ pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
 /// or two runs, and the projected columns are decoded in one stretch.
 /// Nothing reads a chunk's rows in log order: the `events` table promises
 /// no order, and a read by object name sorts the indexes it kept.
-fn grouped(batch: &RecordBatch) -> Result<RecordBatch, StoreError> {
-    let rank = |at: usize| -> Result<Vec<u32>, StoreError> {
+///
+/// The groups are also written in the footer ([`Groups`]), so that a read
+/// of one cluster or type selects its runs without reading `type` or
+/// `cluster` at all.
+fn grouped(batch: &RecordBatch) -> Result<(RecordBatch, Groups), StoreError> {
+    let rank = |at: usize| -> Result<(Vec<u32>, Vec<Option<String>>), StoreError> {
         let strings = batch
             .column(at)
             .as_any()
@@ -104,20 +120,111 @@ fn grouped(batch: &RecordBatch) -> Result<RecordBatch, StoreError> {
             strings.iter().collect::<HashSet<_>>().into_iter().collect();
         distinct.sort_unstable();
         let ranks: HashMap<Option<&str>, u32> = distinct
-            .into_iter()
+            .iter()
             .enumerate()
-            .map(|(i, v)| (v, i as u32))
+            .map(|(i, v)| (*v, i as u32))
             .collect();
-        Ok(strings
+        let ranked = strings
             .iter()
             .map(|v| ranks.get(&v).copied().unwrap_or(0))
-            .collect())
+            .collect();
+        Ok((
+            ranked,
+            distinct
+                .into_iter()
+                .map(|v| v.map(str::to_string))
+                .collect(),
+        ))
     };
-    let (types, clusters) = (rank(TYPE)?, rank(CLUSTER)?);
+    let ((types, type_names), (clusters, cluster_names)) = (rank(TYPE)?, rank(CLUSTER)?);
     let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
     // Stable: log order within a group.
-    order.sort_by_key(|&i| (types[i as usize], clusters[i as usize]));
-    take_record_batch(batch, &UInt32Array::from(order)).map_err(corrupt)
+    let key = |i: u32| (types[i as usize], clusters[i as usize]);
+    order.sort_by_key(|&i| key(i));
+    let mut runs: Vec<u32> = Vec::new();
+    let mut last = None;
+    for &i in &order {
+        match runs.last_mut() {
+            Some(rows) if last == Some(key(i)) => *rows += 1,
+            _ => {
+                let (t, c) = key(i);
+                runs.extend([t, c, 1]);
+                last = Some((t, c));
+            }
+        }
+    }
+    let groups = Groups {
+        types: type_names
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect(),
+        clusters: cluster_names,
+        runs,
+    };
+    let batch = take_record_batch(batch, &UInt32Array::from(order)).map_err(corrupt)?;
+    Ok((batch, groups))
+}
+
+/// Rows per data page.
+///
+/// A group of one cluster and type in a chunk of a hundred clusters is a
+/// few hundred rows: in pages of 20,000 (the writer's default) a read of
+/// it read and skipped through a third of every projected column (a
+/// third of credentials-after-t at 10M was that copying and skipping).
+/// Smaller pages cost a page header each (about 1% of a file).
+const PAGE_ROWS: usize = 4096;
+
+/// The footer key of a file's [`Groups`].
+const GROUPS: &str = "annal.groups";
+
+/// A file's groups of rows, in file order: `runs` holds, for each group,
+/// its type (a position in `types`), its cluster (in `clusters`) and its
+/// row count. Small: a chunk of the bench fleet (a hundred clusters) has
+/// four hundred groups, 4 KB of footer.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Groups {
+    pub(crate) types: Vec<String>,
+    pub(crate) clusters: Vec<Option<String>>,
+    pub(crate) runs: Vec<u32>,
+}
+
+impl Groups {
+    /// The rows of the groups whose cluster and type `keep` keeps, as a
+    /// selection; `None` when `keep` bounds neither (or the groups do not
+    /// add up to `rows`: then the row filter decides).
+    fn select(&self, keep: &Keep, rows: usize) -> Option<RowSelection> {
+        if keep.cluster.is_none() && keep.types.is_none() {
+            return None;
+        }
+        let wanted = |t: u32, c: u32| {
+            let cluster = self.clusters.get(c as usize);
+            let ty = self.types.get(t as usize);
+            keep.cluster
+                .as_ref()
+                .is_none_or(|k| cluster.is_some_and(|c| c.as_ref() == Some(k)))
+                && keep
+                    .types
+                    .as_ref()
+                    .is_none_or(|k| ty.is_some_and(|t| k.contains(t)))
+                && ty.is_some()
+                && cluster.is_some()
+        };
+        let mut selectors: Vec<RowSelector> = Vec::new();
+        let mut total = 0usize;
+        for run in self.runs.chunks_exact(3) {
+            let n = run[2] as usize;
+            total += n;
+            let selector = match wanted(run[0], run[1]) {
+                true => RowSelector::select(n),
+                false => RowSelector::skip(n),
+            };
+            match selectors.last_mut() {
+                Some(last) if last.skip == selector.skip => last.row_count += n,
+                _ => selectors.push(selector),
+            }
+        }
+        (total == rows).then(|| selectors.into())
+    }
 }
 
 /// Where `type` and `cluster` are in [`COLUMNS`].
@@ -167,7 +274,8 @@ pub(crate) fn decode<R: ChunkReader + 'static>(
     columns: &[usize],
     keep: &Keep,
 ) -> Result<ChunkBatches, StoreError> {
-    let plain = ArrowReaderMetadata::load(&source, ArrowReaderOptions::new()).map_err(corrupt)?;
+    let located = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
+    let plain = ArrowReaderMetadata::load(&source, located).map_err(corrupt)?;
     let fields: Vec<Field> = plain
         .schema()
         .fields()
@@ -192,8 +300,16 @@ pub(crate) fn decode<R: ChunkReader + 'static>(
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
     let schema = builder.parquet_schema();
     let mask = ProjectionMask::roots(schema, columns.iter().copied());
-    let filter = keep.row_filter(schema);
+    // A grouped file's runs answer the cluster and type bounds; the row
+    // filter tests the rest.
+    let selection = groups(builder.metadata())
+        .and_then(|g| g.select(keep, builder.metadata().file_metadata().num_rows() as usize));
+    let filter = keep.row_filter(schema, selection.is_some());
     let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+    let builder = match selection {
+        Some(s) => builder.with_row_selection(s),
+        None => builder,
+    };
     let reader = match filter {
         Some(f) => builder.with_row_filter(f).build(),
         None => builder.build(),
@@ -202,6 +318,78 @@ pub(crate) fn decode<R: ChunkReader + 'static>(
     Ok(Box::new(reader.map(|b| {
         b.map_err(corrupt).and_then(|b| views(&b).map_err(corrupt))
     })))
+}
+
+/// A chunk's file read by position (`pread`): the reader fetches the
+/// footer, the offset index and then each page it needs, and the
+/// standard library's reader for a `File` duplicated the descriptor,
+/// seeked and closed it again for every one of them.
+pub(crate) struct Pread {
+    file: Arc<fs::File>,
+    len: u64,
+}
+
+impl Pread {
+    /// `file`, of `len` bytes.
+    pub(crate) fn new(file: fs::File, len: u64) -> Pread {
+        Pread {
+            file: Arc::new(file),
+            len,
+        }
+    }
+}
+
+impl Length for Pread {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for Pread {
+    type T = BufReader<At>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(BufReader::with_capacity(
+            4096,
+            At {
+                file: self.file.clone(),
+                at: start,
+            },
+        ))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let mut buffer = vec![0; length];
+        self.file.read_exact_at(&mut buffer, start)?;
+        Ok(buffer.into())
+    }
+}
+
+/// A [`Pread`] file from a position on.
+pub(crate) struct At {
+    file: Arc<fs::File>,
+    at: u64,
+}
+
+impl Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The groups a file's footer names (`None`: a file written before
+/// them, or a footer that does not parse).
+pub(crate) fn groups(metadata: &ParquetMetaData) -> Option<Groups> {
+    let value = metadata
+        .file_metadata()
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == GROUPS)?
+        .value
+        .as_ref()?;
+    serde_json::from_str(value).ok()
 }
 
 /// String columns read as dictionaries (see [`decode`]).

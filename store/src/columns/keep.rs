@@ -63,9 +63,11 @@ impl Keep {
     /// The reader's row filter: the most selective column first (a name
     /// is one object's; a cluster one of many; a type one of a dozen; a
     /// time bound that reaches into a chunk cuts it once).
-    pub(crate) fn row_filter(&self, schema: &SchemaDescriptor) -> Option<RowFilter> {
+    /// `grouped`: the rows were already selected by cluster and type (a
+    /// grouped file's runs), so those are not tested again.
+    pub(crate) fn row_filter(&self, schema: &SchemaDescriptor, grouped: bool) -> Option<RowFilter> {
         let predicates: Vec<Box<dyn ArrowPredicate>> = self
-            .tests()
+            .tests(grouped)
             .into_iter()
             .map(|(at, test)| -> Box<dyn ArrowPredicate> {
                 let mask = ProjectionMask::roots(schema, [at]);
@@ -88,7 +90,7 @@ impl Keep {
     /// type filters are exact).
     pub(crate) fn apply(&self, batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
         let mut keep: Option<BooleanArray> = None;
-        for (at, test) in self.tests() {
+        for (at, test) in self.tests(false) {
             // A null (no value) is not kept.
             let hit = test(batch.column(at))?;
             let hit = match hit.nulls() {
@@ -106,9 +108,9 @@ impl Keep {
         }
     }
 
-    /// Each bound as (column position, test of that column); a null never
-    /// passes.
-    fn tests(&self) -> Vec<(usize, Test)> {
+    /// Each bound as (column position, test of that column), without the
+    /// cluster and type bounds when `grouped`; a null never passes.
+    fn tests(&self, grouped: bool) -> Vec<(usize, Test)> {
         let mut tests: Vec<(usize, Test)> = Vec::new();
         if let Some(name) = &self.name {
             let hash = super::name::hash(name);
@@ -121,7 +123,7 @@ impl Keep {
                 }),
             ));
         }
-        if let Some(cluster) = self.cluster.clone() {
+        if let Some(cluster) = self.cluster.clone().filter(|_| !grouped) {
             tests.push((position("cluster"), strings(move |v| v == cluster)));
         }
         for p in &self.prefixes {
@@ -139,7 +141,7 @@ impl Keep {
                 _ => tests.push((position("type"), strings(|_| false))),
             }
         }
-        if let Some(types) = self.types.clone() {
+        if let Some(types) = self.types.clone().filter(|_| !grouped) {
             tests.push((
                 position("type"),
                 strings(move |v| types.iter().any(|t| t == v)),

@@ -88,17 +88,26 @@ pub(crate) struct Loaded {
 
 /// Reads the manifest in `dir` (an absent one is empty).
 pub(crate) fn load(dir: &Path) -> Result<Loaded, StoreError> {
+    Ok(parse(&read(dir)?))
+}
+
+/// The manifest's bytes in `dir` (an absent one is empty).
+pub(crate) fn read(dir: &Path) -> Result<Vec<u8>, StoreError> {
     let path = dir.join(FILE);
-    let text = match fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
-        Err(e) => return Err(StoreError::io(path, e)),
-    };
+    match fs::read(&path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+/// What the manifest bytes `text` hold.
+pub(crate) fn parse(text: &[u8]) -> Loaded {
     let mut by_start: HashMap<u64, ColumnChunk> = HashMap::new();
     let mut lines = 0usize;
     let mut untidy = false;
     // Only newline-terminated lines: the last may be half written.
-    let mut rest = &text[..];
+    let mut rest = text;
     while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
         let line = &rest[..nl];
         rest = &rest[nl + 1..];
@@ -122,7 +131,7 @@ pub(crate) fn load(dir: &Path) -> Result<Loaded, StoreError> {
         chain.push(chunk);
     }
     untidy |= !by_start.is_empty() || lines != chain.len();
-    Ok(Loaded { chain, untidy })
+    Loaded { chain, untidy }
 }
 
 fn line(chunk: &ColumnChunk) -> Result<Vec<u8>, StoreError> {

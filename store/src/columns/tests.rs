@@ -423,6 +423,48 @@ fn filled(rows: u64, events: u64) -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// Each file's footer names its groups, and they are its rows: every
+/// run's rows have its type and cluster, the runs ordered and adding up
+/// to the file (a read of one cluster selects rows by them alone).
+#[test]
+fn a_files_groups_are_its_runs_of_type_and_cluster() {
+    let (dir, store) = filled(16, 90);
+    let chunks = store.column_chunks().unwrap();
+    assert_eq!(chunks.len(), 5);
+    for chunk in chunks {
+        let bytes =
+            bytes::Bytes::from(std::fs::read(chunk.path(&dir.path().join("columns"))).unwrap());
+        let reader =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap();
+        let groups = super::file::groups(reader.metadata()).expect("named in the footer");
+        let mut rows = Vec::new();
+        for b in reader.build().unwrap() {
+            let b = b.unwrap();
+            let text = |c: usize, i: usize| {
+                let a = b.column(c).as_string::<i32>();
+                a.is_valid(i).then(|| a.value(i).to_string())
+            };
+            rows.extend((0..b.num_rows()).map(|i| (text(3, i).unwrap(), text(4, i))));
+        }
+        let mut at = 0;
+        let mut last = None;
+        for run in groups.runs.chunks_exact(3) {
+            let key = (
+                groups.types[run[0] as usize].clone(),
+                groups.clusters[run[1] as usize].clone(),
+            );
+            assert!(last.as_ref().is_none_or(|l| *l < key), "runs in order");
+            let n = run[2] as usize;
+            assert!(n > 0);
+            assert!(rows[at..at + n].iter().all(|r| *r == key), "{key:?}");
+            at += n;
+            last = Some(key);
+        }
+        assert_eq!(at, rows.len());
+        assert_eq!(at as u64, chunk.rows);
+    }
+}
+
 #[test]
 fn a_changed_chunk_file_is_never_read_and_is_rebuilt() {
     let (dir, store) = filled(10, 45);

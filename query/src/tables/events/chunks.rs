@@ -23,7 +23,7 @@ use crate::pushdown::EventBounds;
 pub(crate) struct ChunkScan {
     store: Arc<Store>,
     /// The chunks left after skipping, in log order.
-    chunks: Vec<ColumnChunk>,
+    chunks: Vec<Arc<ColumnChunk>>,
     /// Where the sidecar ends: entries from here are decoded.
     pub(super) covered: u64,
     /// For each projected column, its position in the sidecar.
@@ -48,7 +48,7 @@ impl ChunkScan {
         let all = store
             .column_chunks()
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let covered = all.last().map_or(0, ColumnChunk::end);
+        let covered = all.last().map_or(0, |c| c.end());
         let chunks = all.into_iter().filter(|c| may_hold(c, bounds)).collect();
         Ok(ChunkScan {
             store,
@@ -161,14 +161,14 @@ impl ChunkScan {
 /// the entries past them.
 #[derive(Clone, Default)]
 struct Dealt {
-    chunks: Vec<ColumnChunk>,
+    chunks: Vec<Arc<ColumnChunk>>,
     tail: Option<(u64, u64)>,
 }
 
 /// One partition of a sidecar scan.
 struct Part {
     store: Arc<Store>,
-    chunks: Vec<ColumnChunk>,
+    chunks: Vec<Arc<ColumnChunk>>,
     /// Entries to decode after the chunks.
     tail: Option<(u64, u64)>,
     /// Sidecar columns to read, in file order.

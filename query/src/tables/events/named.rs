@@ -23,7 +23,7 @@ use crate::pushdown::EventBounds;
 /// One partition of a named scan.
 pub(super) struct NamedPart {
     pub(super) store: Arc<Store>,
-    pub(super) chunks: Vec<ColumnChunk>,
+    pub(super) chunks: Vec<Arc<ColumnChunk>>,
     /// Entries past the chunks, read whole.
     pub(super) tail: Option<(u64, u64)>,
     pub(super) bounds: EventBounds,
