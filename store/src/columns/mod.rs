@@ -24,7 +24,7 @@ mod row;
 mod seal;
 mod sync;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -50,6 +50,10 @@ use crate::StoreError;
 /// as a short chunk (which the next writer fills up and writes again), so
 /// that scans decode at most that much of the tail.
 pub const CHUNK_ROWS: u64 = 65_536;
+
+/// Footers a store keeps parsed: a few tens of KB each (with the offset
+/// index), so at most a few MB, and the chunks of 16M entries.
+const FOOTERS: usize = 256;
 
 /// Batches of one chunk, projected.
 pub type ChunkBatches = Box<dyn Iterator<Item = Result<RecordBatch, StoreError>> + Send>;
@@ -129,6 +133,9 @@ pub(crate) struct Columns {
     /// growing with the ledger. Reused while the file's bytes are the
     /// same.
     parsed: Mutex<(Vec<u8>, Vec<Arc<ColumnChunk>>)>,
+    /// The footers of files read (by `(start, blake3)`), at most
+    /// [`FOOTERS`] of them.
+    footers: Mutex<HashMap<(u64, String), file::Footer>>,
     /// The writer's side, once the open-time check passed.
     sealer: OnceLock<Sealer>,
 }
@@ -139,6 +146,7 @@ impl Columns {
             dir,
             verified: Mutex::new(HashSet::new()),
             parsed: Mutex::new((Vec::new(), Vec::new())),
+            footers: Mutex::new(HashMap::new()),
             sealer: OnceLock::new(),
         }
     }
@@ -241,7 +249,8 @@ impl Columns {
                 .filter(|f| f.metadata().is_ok_and(|m| m.len() == chunk.bytes));
             if let Some(f) = opened {
                 let f = file::Pread::new(f, chunk.bytes);
-                return Ok(Some(file::decode(f, columns, keep)?));
+                let footer = self.footer(&key, &f)?;
+                return Ok(Some(file::decode(f, &footer, columns, keep)?));
             }
         }
         let bytes = file::read_checked(&path, &chunk.blake3);
@@ -255,10 +264,31 @@ impl Columns {
             }
             return Ok(None);
         };
+        let footer = self.footer(&key, &bytes)?;
         if !known {
             self.lock_verified().insert(key);
         }
-        Ok(Some(file::decode(bytes, columns, keep)?))
+        Ok(Some(file::decode(bytes, &footer, columns, keep)?))
+    }
+
+    /// The footer of the checked file `key` (`(start, blake3)`), read
+    /// from `source` unless kept from an earlier read.
+    fn footer<R: parquet::file::reader::ChunkReader>(
+        &self,
+        key: &(u64, String),
+        source: &R,
+    ) -> Result<file::Footer, StoreError> {
+        let lock = || self.footers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = lock().get(key) {
+            return Ok(f.clone());
+        }
+        let footer = file::Footer::load(source)?;
+        let mut footers = lock();
+        if footers.len() >= FOOTERS {
+            footers.clear();
+        }
+        footers.insert(key.clone(), footer.clone());
+        Ok(footer)
     }
 
     fn lock_verified(&self) -> std::sync::MutexGuard<'_, HashSet<(u64, String)>> {
@@ -278,6 +308,10 @@ impl Columns {
             }
         }
         self.lock_verified().clear();
+        self.footers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         Ok(())
     }
 }
