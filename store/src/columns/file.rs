@@ -100,9 +100,8 @@ pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
 /// over the whole chunk, and the reader paid for every gap: building a
 /// selection of a thousand runs from the row filter, and skipping through
 /// each projected column a thousand times (credentials-after-t at 10M
-/// spent most of its time there). Grouped, the row filter reads
-/// `type` and `cluster` as a few hundred runs of the same key, keeps one
-/// or two runs, and the projected columns are decoded in one stretch.
+/// spent most of its time there). Grouped, one cluster's rows of a type
+/// are one run, and the projected columns are decoded in one stretch.
 /// Nothing reads a chunk's rows in log order: the `events` table promises
 /// no order, and a read by object name sorts the indexes it kept.
 ///
@@ -190,31 +189,28 @@ pub(crate) struct Groups {
 
 impl Groups {
     /// The rows of the groups whose cluster and type `keep` keeps, as a
-    /// selection; `None` when `keep` bounds neither (or the groups do not
-    /// add up to `rows`: then the row filter decides).
+    /// selection; `None` when `keep` bounds neither, or when the groups
+    /// do not describe `rows` rows (a run naming no type or cluster, or a
+    /// sum that differs): then the row filter decides, never the groups.
     fn select(&self, keep: &Keep, rows: usize) -> Option<RowSelection> {
         if keep.cluster.is_none() && keep.types.is_none() {
             return None;
         }
-        let wanted = |t: u32, c: u32| {
-            let cluster = self.clusters.get(c as usize);
-            let ty = self.types.get(t as usize);
-            keep.cluster
-                .as_ref()
-                .is_none_or(|k| cluster.is_some_and(|c| c.as_ref() == Some(k)))
-                && keep
-                    .types
-                    .as_ref()
-                    .is_none_or(|k| ty.is_some_and(|t| k.contains(t)))
-                && ty.is_some()
-                && cluster.is_some()
-        };
         let mut selectors: Vec<RowSelector> = Vec::new();
         let mut total = 0usize;
         for run in self.runs.chunks_exact(3) {
+            let (ty, cluster) = (
+                self.types.get(run[0] as usize)?,
+                self.clusters.get(run[1] as usize)?,
+            );
+            let wanted = keep
+                .cluster
+                .as_ref()
+                .is_none_or(|k| cluster.as_ref() == Some(k))
+                && keep.types.as_ref().is_none_or(|k| k.contains(ty));
             let n = run[2] as usize;
             total += n;
-            let selector = match wanted(run[0], run[1]) {
+            let selector = match wanted {
                 true => RowSelector::select(n),
                 false => RowSelector::skip(n),
             };
@@ -449,4 +445,47 @@ pub(crate) fn views(batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
     }
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(runs: Vec<u32>) -> Groups {
+        Groups {
+            types: vec!["a".into(), "b".into()],
+            clusters: vec![None, Some("c1".into())],
+            runs,
+        }
+    }
+
+    fn keep(cluster: Option<&str>, types: Option<&[&str]>) -> Keep {
+        Keep {
+            cluster: cluster.map(str::to_string),
+            types: types.map(|t| t.iter().map(|s| s.to_string()).collect()),
+            ..Keep::default()
+        }
+    }
+
+    /// The runs a bound keeps are selected, the others skipped; groups
+    /// that do not describe the file select nothing (the row filter
+    /// decides), and neither does a read with no cluster or type bound.
+    #[test]
+    fn groups_select_their_runs_only_when_they_describe_the_file() {
+        let g = groups(vec![0, 0, 2, 0, 1, 3, 1, 1, 4]);
+        let rows = |s: RowSelection| s.iter().map(|r| (r.skip, r.row_count)).collect::<Vec<_>>();
+        let by_cluster = g.select(&keep(Some("c1"), None), 9).unwrap();
+        assert_eq!(rows(by_cluster), vec![(true, 2), (false, 7)]);
+        let by_type = g.select(&keep(None, Some(&["a"])), 9).unwrap();
+        assert_eq!(rows(by_type), vec![(false, 5), (true, 4)]);
+        let both = g.select(&keep(Some("c1"), Some(&["b"])), 9).unwrap();
+        assert_eq!(rows(both), vec![(true, 5), (false, 4)]);
+        assert!(g.select(&keep(None, None), 9).is_none());
+        assert!(
+            g.select(&keep(Some("c1"), None), 8).is_none(),
+            "sum differs"
+        );
+        let unnamed = groups(vec![0, 0, 2, 2, 1, 7]);
+        assert!(unnamed.select(&keep(Some("c1"), None), 9).is_none());
+    }
 }
