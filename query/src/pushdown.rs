@@ -101,6 +101,7 @@ impl EventBounds {
             since: self.since.map(|t| t.unix_micros()),
             until: self.until.map(|t| t.unix_micros()),
             prefixes: self.prefixes.clone(),
+            within: Vec::new(),
         }
     }
 

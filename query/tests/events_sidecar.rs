@@ -212,6 +212,27 @@ fn needle_pairs() -> Vec<(String, String)> {
     .collect()
 }
 
+/// Joins whose small side narrows the `events` scan of the other while
+/// the query runs (a hash join's dynamic filter: two keys as
+/// `struct(…) IN (…)`, one as `c IN (…)`), each beside the same join
+/// answered from the leaves, which no filter narrows.
+fn join_pairs() -> Vec<(String, String)> {
+    let revoked = |more: &str| {
+        format!(
+            "WITH r AS (SELECT cluster AS c, json_get_str(data, 'fingerprint') AS f, time AS t                FROM events WHERE type = 'cluster.credential.revoked')              SELECT e.cluster, e.credential, e.principal, count(*) AS uses, min(e.time) AS first              FROM events e JOIN r ON e.credential = r.f AND e.cluster = r.c              WHERE e.time > r.t {more}              GROUP BY e.cluster, e.credential, e.principal ORDER BY e.cluster, e.credential, e.principal"
+        )
+    };
+    let clusters = |more: &str| {
+        format!(
+            "SELECT e.type, e.cluster, count(*) AS n FROM events e              JOIN (SELECT DISTINCT cluster AS c FROM events WHERE principal = 'user1'                    AND type = 'app.sync') s ON e.cluster = s.c {more}              GROUP BY e.type, e.cluster ORDER BY e.type, e.cluster"
+        )
+    };
+    vec![
+        (revoked(""), revoked("AND length(e.id) >= 0")),
+        (clusters(""), clusters("WHERE length(e.id) >= 0")),
+    ]
+}
+
 /// The `syncs` view as first defined: over `events`, each field taken out
 /// of `data` by the JSON functions (so read from the leaves).
 const FIRST_SYNCS: &str = r#"SELECT
@@ -279,6 +300,13 @@ fn check_all(store: &Arc<Store>) {
                 text(&ctx, &pushed).await,
                 text(&ctx, &reference).await,
                 "{pushed}"
+            );
+        }
+        for (narrowed, leaves) in join_pairs() {
+            assert_eq!(
+                text(&ctx, &narrowed).await,
+                text(&ctx, &leaves).await,
+                "{narrowed}"
             );
         }
         for (sidecar, first) in sync_pairs() {
@@ -376,7 +404,7 @@ fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
             &plan("SELECT principal, count(*) FROM events GROUP BY principal"),
         )
         .await;
-        assert!(sidecar.contains("partition_sizes=2"), "{sidecar}");
+        assert!(sidecar.contains("ChunkScanExec: partitions=2"), "{sidecar}");
         let leaves = text(&ctx, &plan("SELECT id FROM events")).await;
         assert!(leaves.contains("partition_sizes=1"), "{leaves}");
         // A rare type is read through the type index, not the chunks.
@@ -411,22 +439,37 @@ fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
         // A join builds its hash table on the side the counts say is
         // smaller (the one revocation, and the 176 entries past the
         // chunks), not on every event.
-        let join = text(
-            &ctx,
-            &plan(
-                "WITH r AS (SELECT cluster AS c, json_get_str(data, 'fingerprint') AS f, time AS t \
+        let revoked = "WITH r AS (SELECT cluster AS c, json_get_str(data, 'fingerprint') AS f, time AS t \
                    FROM events WHERE type = 'cluster.credential.revoked') \
                  SELECT e.cluster, count(*) FROM events e JOIN r ON e.credential = r.f AND e.cluster = r.c \
-                 WHERE e.time > r.t GROUP BY e.cluster",
-            ),
-        )
-        .await;
+                 WHERE e.time > r.t GROUP BY e.cluster";
+        let join = text(&ctx, &plan(revoked)).await;
         let physical = &join[join.find("physical_plan").expect("a physical plan")..];
         let at = |needle: &str| physical.find(needle).unwrap_or_else(|| panic!("{needle}: {join}"));
         // The revocations: the one the chunks count and the six past them.
         let build = at("projection=[time, cluster, data], estimated_rows=7");
         let probe = at("projection=[time, cluster, credential], estimated_rows=1030");
         assert!(at("HashJoinExec") < build && build < probe, "{join}");
+        // Once the revocation is built, the scan of every event reads only
+        // the rows of its cluster and credential (chunks and tail alike).
+        let want = text(
+            &ctx,
+            "SELECT count(*) AS n FROM events WHERE cluster = 'c2' AND credential = 'fp1'",
+        )
+        .await;
+        let want: u64 = want
+            .lines()
+            .nth(3)
+            .and_then(|l| l.trim_matches(|c| c == '|' || c == ' ').parse().ok())
+            .unwrap_or_else(|| panic!("{want}"));
+        assert!(want > 0 && want < 200, "{want}");
+        let ran = text(&ctx, &format!("EXPLAIN ANALYZE {revoked}")).await;
+        let scan = ran
+            .lines()
+            .find(|l| l.contains("ChunkScanExec") && l.contains("credential"))
+            .unwrap_or_else(|| panic!("{ran}"));
+        assert!(scan.contains("narrowed_by=[DynamicFilter"), "{ran}");
+        assert!(scan.contains(&format!("output_rows={want},")), "{want}: {ran}");
     });
 }
 

@@ -39,6 +39,9 @@ pub async fn session(store: Arc<Store>) -> Result<SessionContext, QueryError> {
     session_with(store, &Limits::default()).await
 }
 
+/// Bytes of build-side keys a hash join may offer a scan as a list.
+const INLIST_BYTES: usize = 4 << 20;
+
 /// A session with every annal table registered, bounded by `limits`: a
 /// memory pool of its own, no spilling to disk, and no URL tables (a query
 /// cannot name a file).
@@ -46,10 +49,20 @@ pub async fn session_with(
     store: Arc<Store>,
     limits: &Limits,
 ) -> Result<SessionContext, QueryError> {
-    let config = SessionConfig::new()
+    let mut config = SessionConfig::new()
         .with_information_schema(true)
         .with_target_partitions(2)
         .with_extension(Arc::new(limits.clone()));
+    // A hash join hands its build side's keys to the `events` scan as a
+    // list (at most 150 distinct, DataFusion's default) only when the key
+    // arrays take less than this; a list is what narrows the scan (a hash
+    // table lookup narrows nothing). The arrays are measured with the
+    // buffers they share with the batches they came from, so 39
+    // revocations' keys measured over the default 128 KiB.
+    config
+        .options_mut()
+        .optimizer
+        .hash_join_inlist_pushdown_max_size = INLIST_BYTES;
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(limits::pool(limits.memory_bytes, limits.usage.clone()))
         .with_disk_manager_builder(

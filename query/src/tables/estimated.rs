@@ -12,12 +12,17 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Statistics;
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation,
+};
+use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
@@ -94,6 +99,38 @@ impl ExecutionPlan for Estimated {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         self.inner.execute(partition, context)
+    }
+
+    fn reset_state(self: Arc<Self>) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(Estimated {
+            inner: self.inner.clone().reset_state()?,
+            rows: self.rows,
+        }))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.inner.metrics()
+    }
+
+    /// Filters offered to the scan go to the scan it wraps (a join's
+    /// dynamic filter, [`super::events`]), and so does what it makes of
+    /// them.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let mut result =
+            self.inner
+                .handle_child_pushdown_result(phase, child_pushdown_result, config)?;
+        result.updated_node = result.updated_node.map(|inner| {
+            Arc::new(Estimated {
+                inner,
+                rows: self.rows,
+            }) as Arc<dyn ExecutionPlan>
+        });
+        Ok(result)
     }
 
     fn statistics_from_inputs(

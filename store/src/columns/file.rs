@@ -193,7 +193,7 @@ impl Groups {
     /// do not describe `rows` rows (a run naming no type or cluster, or a
     /// sum that differs): then the row filter decides, never the groups.
     fn select(&self, keep: &Keep, rows: usize) -> Option<RowSelection> {
-        if keep.cluster.is_none() && keep.types.is_none() {
+        if !keep.bounds_groups() {
             return None;
         }
         let mut selectors: Vec<RowSelector> = Vec::new();
@@ -203,11 +203,7 @@ impl Groups {
                 self.types.get(run[0] as usize)?,
                 self.clusters.get(run[1] as usize)?,
             );
-            let wanted = keep
-                .cluster
-                .as_ref()
-                .is_none_or(|k| cluster.as_ref() == Some(k))
-                && keep.types.as_ref().is_none_or(|k| k.contains(ty));
+            let wanted = keep.keeps_group(ty, cluster.as_deref());
             let n = run[2] as usize;
             total += n;
             let selector = match wanted {
@@ -485,6 +481,26 @@ mod tests {
             g.select(&keep(Some("c1"), None), 8).is_none(),
             "sum differs"
         );
+        // What a join allows: a set of clusters (never the null one), a
+        // range of types.
+        let within = |column: &str, values: Option<&[&str]>, min: Option<&str>| Keep {
+            within: vec![super::super::Within {
+                column: column.into(),
+                values: values.map(|v| v.iter().map(|s| s.to_string()).collect()),
+                min: min.map(str::to_string),
+                max: None,
+            }],
+            ..Keep::default()
+        };
+        let among = g.select(&within("cluster", Some(&["c0", "c1"]), None), 9);
+        assert_eq!(rows(among.unwrap()), vec![(true, 2), (false, 7)]);
+        let above = g.select(&within("cluster", None, Some("c2")), 9);
+        assert_eq!(rows(above.unwrap()), vec![(true, 9)]);
+        let types = g.select(&within("type", None, Some("b")), 9);
+        assert_eq!(rows(types.unwrap()), vec![(true, 5), (false, 4)]);
+        assert!(g
+            .select(&within("credential", Some(&["x"]), None), 9)
+            .is_none());
         let unnamed = groups(vec![0, 0, 2, 2, 1, 7]);
         assert!(unnamed.select(&keep(Some("c1"), None), 9).is_none());
     }

@@ -39,6 +39,43 @@ pub struct Keep {
     pub until: Option<i64>,
     /// `column [NOT] LIKE 'prefix%'` on the envelope's text columns.
     pub prefixes: Vec<Prefix>,
+    /// Sets and ranges of text values that a join's other side allows
+    /// (learned while the query runs, see [`Within`]).
+    pub within: Vec<Within>,
+}
+
+/// A text column's value is one of `values` (when given) and between
+/// `min` and `max` inclusive (when given, compared byte by byte, as
+/// Arrow and SQL compare text); a null is never within.
+///
+/// Why: a hash join knows, once it has built its small side, which keys
+/// the big side can match ("uses of a revoked credential": 40 revocations
+/// against every event). DataFusion hands that to the scan as a dynamic
+/// filter; as a `Within` it is one test per distinct value of a chunk's
+/// dictionary, and on `cluster` or `type` it selects a grouped file's runs
+/// without reading the column, so the other columns are decoded only for
+/// the rows the join can use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Within {
+    /// One of the text columns of [`COLUMNS`] (another name keeps no row).
+    pub column: String,
+    /// The values allowed, sorted and without duplicates.
+    pub values: Option<Vec<String>>,
+    /// The least value allowed.
+    pub min: Option<String>,
+    /// The greatest value allowed.
+    pub max: Option<String>,
+}
+
+impl Within {
+    /// Whether `value` is within.
+    pub fn admits(&self, value: &str) -> bool {
+        self.values
+            .as_ref()
+            .is_none_or(|v| v.binary_search_by(|x| x.as_str().cmp(value)).is_ok())
+            && self.min.as_deref().is_none_or(|m| value >= m)
+            && self.max.as_deref().is_none_or(|m| value <= m)
+    }
 }
 
 /// A text column's value starts (or, negated, does not start) with
@@ -81,6 +118,32 @@ impl Keep {
     /// reads it as a dictionary: one test per distinct value).
     pub(crate) fn tests_text(&self, name: &str) -> bool {
         self.prefixes.iter().any(|p| p.column == name)
+            || self.within.iter().any(|w| w.column == name)
+    }
+
+    /// Whether a row with this `type` and `cluster` can be kept by the
+    /// type and cluster bounds (a grouped file's runs are selected by it).
+    pub(crate) fn keeps_group(&self, ty: &str, cluster: Option<&str>) -> bool {
+        self.cluster.as_deref().is_none_or(|k| cluster == Some(k))
+            && self
+                .types
+                .as_ref()
+                .is_none_or(|k| k.iter().any(|t| t == ty))
+            && self.within.iter().all(|w| match w.column.as_str() {
+                "type" => w.admits(ty),
+                "cluster" => cluster.is_some_and(|c| w.admits(c)),
+                _ => true,
+            })
+    }
+
+    /// Whether it bounds `type` or `cluster` at all.
+    pub(crate) fn bounds_groups(&self) -> bool {
+        self.cluster.is_some()
+            || self.types.is_some()
+            || self
+                .within
+                .iter()
+                .any(|w| w.column == "type" || w.column == "cluster")
     }
 
     /// The rows of `batch` (every sidecar column, in [`COLUMNS`] order)
@@ -125,6 +188,17 @@ impl Keep {
         }
         if let Some(cluster) = self.cluster.clone().filter(|_| !grouped) {
             tests.push((position("cluster"), strings(move |v| v == cluster)));
+        }
+        for w in &self.within {
+            if grouped && (w.column == "type" || w.column == "cluster") {
+                continue;
+            }
+            let w = w.clone();
+            match COLUMNS[TEXT].iter().position(|c| *c == w.column) {
+                Some(at) => tests.push((TEXT.start + at, strings(move |v| w.admits(v)))),
+                // Not a text column: nothing can match.
+                _ => tests.push((position("type"), strings(|_| false))),
+            }
         }
         for p in &self.prefixes {
             let Prefix {

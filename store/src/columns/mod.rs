@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::RecordBatch;
 
-pub use keep::{Keep, Prefix};
+pub use keep::{Keep, Prefix, Within};
 pub use manifest::{ColumnChunk, LAYOUT};
 pub(crate) use row::Row;
 pub use row::{

@@ -308,6 +308,20 @@ fn kept(keep: &Keep, row: &Model) -> bool {
             };
             value.is_some_and(|v| v.starts_with(&p.prefix) != p.negated)
         })
+        && keep.within.iter().all(|w| {
+            let at = super::COLUMNS.iter().position(|c| *c == w.column);
+            let value = match at {
+                Some(3) => Some(&row.3),
+                Some(c @ 4..12) => row.4[c - 4].as_ref(),
+                _ => None,
+            };
+            // The model's own reading of a set and a range.
+            value.is_some_and(|v| {
+                w.values.as_ref().is_none_or(|vs| vs.contains(v))
+                    && w.min.as_ref().is_none_or(|m| v >= m)
+                    && w.max.as_ref().is_none_or(|m| v <= m)
+            })
+        })
 }
 
 fn keep() -> impl Strategy<Value = Keep> {
@@ -332,14 +346,61 @@ fn keep() -> impl Strategy<Value = Keep> {
         proptest::option::of(proptest::sample::select(times.clone())),
         proptest::option::of(proptest::sample::select(times)),
         proptest::collection::vec(prefix(), 0..3),
+        proptest::collection::vec(within(), 0..3),
     )
-        .prop_map(|(name, cluster, types, since, until, prefixes)| Keep {
-            name: name.map(str::to_string),
-            cluster: cluster.map(|c| format!("c{c}")),
-            types: types.map(|t| t.into_iter().map(str::to_string).collect()),
-            since,
-            until,
-            prefixes,
+        .prop_map(
+            |(name, cluster, types, since, until, prefixes, within)| Keep {
+                name: name.map(str::to_string),
+                cluster: cluster.map(|c| format!("c{c}")),
+                types: types.map(|t| t.into_iter().map(str::to_string).collect()),
+                since,
+                until,
+                prefixes,
+                within,
+            },
+        )
+}
+
+/// Sets and ranges of the test events' texts (some of none, some of a
+/// column that is not text), as a join's dynamic filter gives them.
+fn within() -> impl Strategy<Value = super::Within> {
+    let texts = vec![
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+        "alice",
+        "fp1",
+        "fp16",
+        "fp40",
+        "fp8",
+        "argocd",
+        "object.observed",
+        "app.sync",
+        "zz",
+    ];
+    (
+        proptest::sample::select(vec![
+            "cluster",
+            "type",
+            "credential",
+            "principal",
+            "controller",
+            "sync_phase",
+        ]),
+        proptest::option::of(proptest::sample::subsequence(texts.clone(), 0..5)),
+        proptest::option::of(proptest::sample::select(texts.clone())),
+        proptest::option::of(proptest::sample::select(texts)),
+    )
+        .prop_map(|(column, values, min, max)| super::Within {
+            column: column.to_string(),
+            values: values.map(|v| {
+                let mut v: Vec<String> = v.into_iter().map(str::to_string).collect();
+                v.sort();
+                v
+            }),
+            min: min.map(str::to_string),
+            max: max.map(str::to_string),
         })
 }
 

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use annal_store::columns::ColumnChunk;
+use annal_store::columns::{ColumnChunk, Within};
 use annal_store::Store;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -113,6 +113,15 @@ impl ChunkScan {
     /// The scan as partitions: chunks dealt round-robin, the tail to the
     /// last one.
     pub(crate) fn partitions(self) -> Vec<Arc<dyn PartitionStream>> {
+        self.parts()
+            .into_iter()
+            .map(|p| p as Arc<dyn PartitionStream>)
+            .collect()
+    }
+
+    /// The same partitions, as parts a join can still narrow
+    /// ([`super::narrowed`]).
+    pub(super) fn parts(self) -> Vec<Arc<Part>> {
         let mut read = self.sidecar.clone();
         read.sort_unstable();
         read.dedup();
@@ -127,7 +136,7 @@ impl ChunkScan {
                     sidecar: self.sidecar.clone(),
                     schema: self.schema.clone(),
                     bounds: self.bounds.clone(),
-                }) as Arc<dyn PartitionStream>
+                })
             })
             .collect()
     }
@@ -166,7 +175,7 @@ struct Dealt {
 }
 
 /// One partition of a sidecar scan.
-struct Part {
+pub(super) struct Part {
     store: Arc<Store>,
     chunks: Vec<Arc<ColumnChunk>>,
     /// Entries to decode after the chunks.
@@ -194,12 +203,28 @@ impl PartitionStream for Part {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        self.read(Vec::new())
+    }
+}
+
+impl Part {
+    /// The partition's rows, and of those only the ones whose text
+    /// columns are `within` (what a join allows, besides the bounds).
+    pub(super) fn read(&self, within: Vec<Within>) -> SendableRecordBatchStream {
         let store = self.store.clone();
-        let chunks = self.chunks.clone();
+        // A chunk that holds none of the clusters or types allowed is not
+        // opened (its counts say so).
+        let chunks: Vec<_> = self
+            .chunks
+            .iter()
+            .filter(|c| within.iter().all(|w| may_hold_within(c, w)))
+            .cloned()
+            .collect();
         let tail = self.tail;
         // The rows of a chunk the bounds can match: the reader decodes
         // the projected columns of those rows only.
-        let keep = self.bounds.keep();
+        let mut keep = self.bounds.keep();
+        keep.within = within;
         let schema = self.schema.clone();
         // Always read one column: a `count(*)` projects none, but its
         // batches must still say how many rows they hold.
@@ -261,6 +286,16 @@ fn may_hold(chunk: &ColumnChunk, b: &EventBounds) -> bool {
             micros(b.recorded_until),
         )
         && matching_rows(chunk, b) > 0
+}
+
+/// Whether `chunk` may hold rows `within` allows, by its counts of
+/// clusters and types (every other column: it may).
+fn may_hold_within(chunk: &ColumnChunk, within: &Within) -> bool {
+    match within.column.as_str() {
+        "cluster" => chunk.clusters.keys().any(|c| within.admits(c)),
+        "type" => chunk.types.keys().any(|t| within.admits(t)),
+        _ => true,
+    }
 }
 
 /// Rows of `chunk` the cluster and type bounds can match, at most.

@@ -4,7 +4,9 @@
 //! top-level fields, it reads the store's columnar sidecar (Parquet chunks,
 //! [`annal_store::columns`]), skipping chunks whose time ranges and
 //! cluster/type counts rule them out, and decodes only the entries past
-//! the last chunk ([`chunks`]). When it needs `id` or `data`, or when a
+//! the last chunk ([`chunks`]); a hash join that probes it narrows it
+//! further while the query runs, to the keys its build side holds
+//! ([`narrowed`]). When it needs `id` or `data`, or when a
 //! `cluster`/`type` filter matches few rows, it reads the entries through
 //! the store's indexes ([`crate::events::select_leaves`], as the CLI lists
 //! events) and decodes them ([`leaf_rows`]), unless it names an object:
@@ -15,6 +17,7 @@
 mod chunks;
 mod leaf_rows;
 mod named;
+mod narrowed;
 pub(crate) mod sidecar;
 
 use std::sync::Arc;
@@ -153,9 +156,11 @@ impl TableProvider for EventsTable {
                 (chunks.named_partitions(&columns, limit), rows)
             }
             true => {
-                // Chunk reads keep only the rows the bounds match.
+                // Chunk reads keep only the rows the bounds match, and
+                // those a join's build side allows ([`narrowed`]).
                 let rows = chunks.matching() + tail;
-                (chunks.partitions(), rows)
+                let exec = narrowed::ChunkScanExec::new(schema, chunks.parts());
+                return Ok(Estimated::wrap(Arc::new(exec), rows));
             }
             false => {
                 let rows = match chunks.covered {
