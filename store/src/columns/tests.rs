@@ -299,29 +299,28 @@ fn kept(keep: &Keep, row: &Model) -> bool {
         && keep.types.as_ref().is_none_or(|t| t.contains(&row.3))
         && keep.since.is_none_or(|s| row.2 >= s)
         && keep.until.is_none_or(|u| row.2 < u)
-        && keep.prefixes.iter().all(|p| {
-            let at = super::COLUMNS.iter().position(|c| *c == p.column);
-            let value = match at {
-                Some(3) => Some(&row.3),
-                Some(c @ 4..12) => row.4[c - 4].as_ref(),
-                _ => None,
-            };
-            value.is_some_and(|v| v.starts_with(&p.prefix) != p.negated)
-        })
+        && keep
+            .prefixes
+            .iter()
+            .all(|p| text_of(row, &p.column).is_some_and(|v| v.starts_with(&p.prefix) != p.negated))
         && keep.within.iter().all(|w| {
-            let at = super::COLUMNS.iter().position(|c| *c == w.column);
-            let value = match at {
-                Some(3) => Some(&row.3),
-                Some(c @ 4..12) => row.4[c - 4].as_ref(),
-                _ => None,
-            };
             // The model's own reading of a set and a range.
-            value.is_some_and(|v| {
+            text_of(row, &w.column).is_some_and(|v| {
                 w.values.as_ref().is_none_or(|vs| vs.contains(v))
                     && w.min.as_ref().is_none_or(|m| v >= m)
                     && w.max.as_ref().is_none_or(|m| v <= m)
             })
         })
+}
+
+/// The model row's value of the text column `column` (`None`: null, or
+/// not a text column).
+fn text_of<'a>(row: &'a Model, column: &str) -> Option<&'a String> {
+    match super::COLUMNS.iter().position(|c| *c == column) {
+        Some(3) => Some(&row.3),
+        Some(c @ 4..12) => row.4[c - 4].as_ref(),
+        _ => None,
+    }
 }
 
 fn keep() -> impl Strategy<Value = Keep> {
