@@ -859,18 +859,29 @@ impl Store {
             return Box::new(std::iter::once(Err(e)));
         }
         let mut indexes = keys.scan(key, from, to);
-        let mut answered = false;
+        // How many indexes were answered, and whether the indexes were
+        // rebuilt during this scan already.
+        let mut answered = 0usize;
+        let mut rebuilt = false;
         Box::new(std::iter::from_fn(move || {
             let ix = match indexes.next()? {
-                // Damage found before anything was answered: rebuilt, and
-                // the scan starts again; found later, it is an error (the
-                // indexes are rebuilt before the next read).
-                Err(StoreError::IndexDamaged { .. }) if !answered => {
+                // Damage found (a block fails its checksum when read, which
+                // an open cannot see without reading every run): rebuilt
+                // from the leaves once, and the scan starts again past what
+                // it already answered. The rebuilt indexes hold the same
+                // keys, so the scan gives the same order, and the blocks
+                // that gave those answers had passed their checksums.
+                Err(StoreError::IndexDamaged { .. }) if !rebuilt => {
+                    rebuilt = true;
                     if let Err(e) = self.rebuild_damaged() {
                         return Some(Err(e));
                     }
-                    answered = true;
                     indexes = keys.scan(key, from, to);
+                    for _ in 0..answered {
+                        if let Err(e) = indexes.next()? {
+                            return Some(Err(e));
+                        }
+                    }
                     indexes.next()?
                 }
                 Err(e @ StoreError::IndexDamaged { .. }) => {
@@ -878,7 +889,7 @@ impl Store {
                 }
                 other => other,
             };
-            answered = true;
+            answered += 1;
             Some(ix)
         }))
     }
