@@ -7,6 +7,7 @@ use annal_query::sql;
 use annal_query::QueryError;
 use annal_schemas::{Envelope, Timestamp};
 use annal_store::Store;
+use datafusion::execution::FunctionRegistry;
 use serde_json::json;
 
 struct Fixture {
@@ -166,4 +167,44 @@ fn bad_sql_says_what_is_wrong() {
     );
     let err = query(&f, "SELECT nope FROM events").unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
+}
+
+/// `date_trunc` on the UTC times annal stores answers by arithmetic (the
+/// session registers its own over DataFusion's), with DataFusion's answer:
+/// hours and days as the model computes them.
+#[test]
+fn date_trunc_of_utc_times_is_the_sessions_own() {
+    let f = fixture();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ctx = rt.block_on(sql::session(f.store.clone())).unwrap();
+    let udf = ctx.udf("date_trunc").unwrap();
+    assert!(
+        format!("{:?}", udf.inner()).contains("UtcDateTrunc"),
+        "{:?}",
+        udf.inner()
+    );
+    let rows = query(
+        &f,
+        "SELECT date_trunc('hour', time) AS h, date_trunc('DAY', time) AS d, \
+         count(*) AS n FROM events GROUP BY 1, 2 ORDER BY 1",
+    )
+    .unwrap();
+    let mut hours = std::collections::BTreeMap::<i64, u64>::new();
+    for e in &f.events {
+        let t = e.time.unix_micros();
+        *hours.entry(t - t.rem_euclid(3_600_000_000)).or_default() += 1;
+    }
+    let stamp = |v: &serde_json::Value| v.as_str().unwrap().parse::<Timestamp>().unwrap();
+    let got: Vec<(i64, u64)> = rows
+        .iter()
+        .map(|r| (stamp(&r["h"]).unix_micros(), r["n"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, hours.into_iter().collect::<Vec<_>>());
+    let midnight: Timestamp = "2026-11-01T00:00:00Z".parse().unwrap();
+    for r in &rows {
+        assert_eq!(stamp(&r["d"]), midnight);
+    }
 }

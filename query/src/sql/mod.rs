@@ -9,6 +9,7 @@
 //! ([`limits`]). [`run`] adds the time limit.
 
 mod cluster_word;
+mod date_trunc;
 pub mod limits;
 pub mod policy;
 
@@ -71,6 +72,7 @@ pub async fn session_with(
         .build_arc()?;
     let mut ctx = SessionContext::new_with_config_rt(config, runtime);
     datafusion_functions_json::register_all(&mut ctx)?;
+    ctx.register_udf(date_trunc::udf());
     ctx.register_table("events", Arc::new(EventsTable::new(store.clone())))?;
     ctx.register_table("objects", Arc::new(ObjectsTable::new(store.clone())))?;
     ctx.register_table("clusters", Arc::new(clusters::table(store.clone())))?;
