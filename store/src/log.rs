@@ -42,6 +42,9 @@ pub struct Store {
     keys_mark: AtomicU64,
     /// The columnar sidecar (see [`crate::columns`]).
     columns: Columns,
+    /// The object names of the clusters read lately (see
+    /// [`crate::index::versions::NameCache`]).
+    names: crate::index::versions::NameCache,
     /// Whether dropping the store closes the indexes (tests clear it to
     /// leave them as a crash would).
     close_on_drop: std::sync::atomic::AtomicBool,
@@ -413,6 +416,7 @@ impl Store {
             segments: Segments::new(dir.leaves()),
             tree: TreeFiles::new(dir.leaves().join("tree")),
             columns: Columns::new(dir.columns()),
+            names: Default::default(),
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             dir,
             hold,
@@ -1193,11 +1197,13 @@ impl Store {
         match &self.hold {
             Hold::Owned(owned) => {
                 self.keys_current()?;
-                self.repaired(|| owned.keys.cluster_versions(cluster, span))
+                self.repaired(|| owned.keys.cluster_versions(cluster, span, &self.names))
             }
             Hold::View(view) => view
                 .cluster(&self.dir.versions(), cluster)
-                .map(|(dir, meta)| crate::index::versions::read_cluster(&dir, cluster, &meta, span))
+                .map(|(dir, meta)| {
+                    crate::index::versions::read_cluster(&dir, cluster, &meta, span, &self.names)
+                })
                 .transpose(),
         }
     }

@@ -135,14 +135,32 @@ impl TableProvider for ObjectsTable {
             let Some(versions) = store.cluster_versions_in(cluster, span)? else {
                 return Ok(Vec::new());
             };
+            let kept: Vec<&annal_store::versions::VersionRow> = versions
+                .rows()
+                .iter()
+                .filter(|row| {
+                    let outside =
+                        since.is_some_and(|s| row.from < s) || until.is_some_and(|u| row.from >= u);
+                    row.index < known_below && !outside
+                })
+                .collect();
+            // Rows name their objects in arrival order, all over the
+            // cluster's names; looked up in object order, the names are
+            // read front to back, a cache line once (in row order, the
+            // lookups were a third of objects-changed-on-day).
+            let mut by_object: Vec<(u32, u32)> = kept
+                .iter()
+                .enumerate()
+                .map(|(i, row)| (row.object, i as u32))
+                .collect();
+            by_object.sort_unstable();
+            let mut objects = vec![None; kept.len()];
+            for (object, i) in by_object {
+                objects[i as usize] = versions.object(object);
+            }
             let mut batch = Batch::new(Shape::Versions, &columns);
-            for row in versions.rows() {
-                let outside =
-                    since.is_some_and(|s| row.from < s) || until.is_some_and(|u| row.from >= u);
-                if row.index >= known_below || outside {
-                    continue;
-                }
-                let object = versions.object(row.object).ok_or_else(|| {
+            for (row, object) in kept.into_iter().zip(objects) {
+                let object = object.ok_or_else(|| {
                     QueryError::Store(annal_store::StoreError::Corrupt(format!(
                         "no object {}",
                         row.object

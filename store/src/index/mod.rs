@@ -516,8 +516,9 @@ impl Indexes {
         &self,
         cluster: &str,
         span: Span,
+        names: &versions::NameCache,
     ) -> Result<Option<ClusterVersions>, StoreError> {
-        self.versions.cluster(cluster, span)
+        self.versions.cluster(cluster, span, names)
     }
 
     /// Clusters and zones the version files' zone maps lack (see

@@ -286,24 +286,20 @@ impl ClusterFiles {
     }
 }
 
-/// A cluster's committed files, decoded.
+/// A cluster's committed rows and details, decoded (its object names
+/// are read through a [`super::names::NameCache`]).
 pub(crate) struct Contents {
-    /// The objects file, and where each object's name is in it.
-    pub(crate) names: Vec<u8>,
-    pub(crate) name_at: Vec<(u32, u32)>,
     pub(crate) rows: Vec<VersionRow>,
     pub(crate) details: Vec<u8>,
 }
 
-/// Reads a cluster's committed objects, and the rows and details `span`
-/// asks for, each checked against its checksum (when the mark has them).
+/// Reads the rows and details of a cluster `span` asks for, each checked against its checksum (when the mark has them).
 pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Contents, StoreError> {
     let checked = |name: &str, bytes: &[u8], want: Option<u32>| match want {
         Some(want) => check(dir, name, bytes, want),
         None => Ok(()),
     };
     let sums = meta.sums;
-    let short = |what: &str| StoreError::Corrupt(format!("version index {what} file is short"));
     let mut rows = Vec::new();
     match span {
         Span::All => {
@@ -324,26 +320,7 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
             details
         }
     };
-    let names = read_prefix(&dir.join("objects"), meta.objects_bytes)?;
-    checked("objects", &names, sums.map(|s| s.objects))?;
-    let mut name_at = Vec::with_capacity(meta.objects as usize);
-    let mut at = 0usize;
-    while at < names.len() {
-        let len_bytes = names.get(at..at + 4).ok_or_else(|| short("objects"))?;
-        let len =
-            u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]) as usize;
-        let text = names
-            .get(at + 4..at + 4 + len)
-            .ok_or_else(|| short("objects"))?;
-        name_at.push(((at + 4) as u32, text.len() as u32));
-        at += 4 + len;
-    }
-    Ok(Contents {
-        names,
-        name_at,
-        rows,
-        details,
-    })
+    Ok(Contents { rows, details })
 }
 
 /// Appends the rows of `bytes` (whole rows).
@@ -480,6 +457,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Every name of the `objects` file, read afresh, as text (or the
+    /// error the read met).
+    fn names_of(dir: &Path, meta: &ClusterMeta) -> Result<Vec<Option<String>>, StoreError> {
+        let names = super::super::names::NameCache::default().names(dir, meta)?;
+        Ok((0..names.len() as u32)
+            .map(|id| names.text(id).map(str::to_string))
+            .collect())
+    }
+
     fn part() -> impl Strategy<Value = String> {
         // Short parts over few letters, so prefixes and ties are common.
         "[ab]{0,3}"
@@ -527,7 +513,9 @@ mod tests {
         }
         assert_eq!((meta.rows, meta.objects), (4096, 4096));
         assert_eq!(meta.details_bytes, 4096 * 300);
-        let versions = super::super::read_cluster(dir.path(), "c", &meta, Span::All).unwrap();
+        let versions =
+            super::super::read_cluster(dir.path(), "c", &meta, Span::All, &Default::default())
+                .unwrap();
         assert_eq!(versions.rows().len(), 4096);
         assert_eq!(versions.object(4095).unwrap().name, format!("{big}-4095"));
     }
@@ -681,14 +669,14 @@ mod tests {
             // as a read of every row with its end: at each stored start
             // tried above (and just before it), as known at the end and
             // part-way.
-            let every = super::super::read_cluster(dir.path(), "c", &meta, Span::All).unwrap();
+            let every = super::super::read_cluster(dir.path(), "c", &meta, Span::All, &Default::default()).unwrap();
             let known = [model.len() as u64, model.len() as u64 / 2, model.len() as u64 / 5];
             let live = |v: &super::super::ClusterVersions, at: i64, below: u64| -> Vec<u64> {
                 v.live_at(at, below).iter().map(|r| r.index).collect()
             };
             for at in model.iter().map(|r| r.1).step_by(7).flat_map(|t| [t, t - 1]) {
                 let through_zones =
-                    super::super::read_cluster(dir.path(), "c", &meta, Span::Live { at }).unwrap();
+                    super::super::read_cluster(dir.path(), "c", &meta, Span::Live { at }, &Default::default()).unwrap();
                 for below in known {
                     prop_assert_eq!(live(&through_zones, at, below), live(&every, at, below), "at {} below {}", at, below);
                 }
@@ -735,6 +723,7 @@ mod tests {
             files.sync().unwrap();
             drop(files);
             let written = read(dir.path(), &meta, Span::All).unwrap();
+            let written_names = names_of(dir.path(), &meta).unwrap();
             let name = ["rows", "details", "objects", zones::FILE][file];
             let path = dir.path().join(name);
             let mut bytes = std::fs::read(&path).unwrap();
@@ -746,18 +735,25 @@ mod tests {
                 matches!(r, Err(StoreError::IndexDamaged { .. }))
             };
             let all = read(dir.path(), &meta, Span::All);
-            prop_assert_eq!(damaged(&all), name != zones::FILE, "{}", name);
+            let names = names_of(dir.path(), &meta);
+            prop_assert_eq!(
+                damaged(&all) || names.is_err(),
+                name != zones::FILE,
+                "{}", name
+            );
+            prop_assert_eq!(names.is_err(), name == "objects", "{}", name);
             if let Ok(all) = &all {
                 prop_assert_eq!(&all.rows, &written.rows);
                 prop_assert_eq!(&all.details, &written.details);
-                prop_assert_eq!(&all.names, &written.names);
+            }
+            if let Ok(names) = &names {
+                prop_assert_eq!(names, &written_names);
             }
             let until = since + width;
             let some = read(dir.path(), &meta, Span::Starting { since, until });
             match &some {
                 Ok(got) => {
-                    prop_assert!(name == "rows" || name == "details", "{}", name);
-                    prop_assert_eq!(&got.names, &written.names);
+                    prop_assert!(name != zones::FILE, "{}", name);
                     for r in &got.rows {
                         let mut want = written.rows[r.index as usize];
                         want.to = i64::MAX;
@@ -795,16 +791,12 @@ mod tests {
                 files.add_object(n).unwrap();
             }
             let meta = files.write().unwrap();
-            let read = read(dir.path(), &meta, Span::All).unwrap();
-            let versions = super::super::read_cluster(dir.path(), "c", &meta, Span::All).unwrap();
+            let versions = super::super::read_cluster(dir.path(), "c", &meta, Span::All, &Default::default()).unwrap();
             let back: Vec<ObjectName> = (0..names.len() as u32)
                 .map(|id| versions.object(id).unwrap().to_name())
                 .collect();
             prop_assert_eq!(&back, &names);
-            let key = |i: usize| {
-                let (at, len) = read.name_at[i];
-                &read.names[at as usize..(at + len) as usize]
-            };
+            let key = |i: usize| versions.name_key(i as u32);
             let mut by_key: Vec<usize> = (0..names.len()).collect();
             by_key.sort_by(|a, b| key(*a).cmp(key(*b)));
             let mut by_tuple: Vec<usize> = (0..names.len()).collect();

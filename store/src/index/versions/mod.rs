@@ -37,13 +37,14 @@
 
 mod details;
 mod files;
+mod names;
 mod row;
 mod source;
 mod zones;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::index_error;
 use super::mark::ClusterMark;
@@ -55,6 +56,8 @@ pub use row::VersionRow;
 
 use files::ClusterFiles;
 pub(crate) use files::ClusterMeta;
+pub(crate) use names::NameCache;
+use names::Names;
 pub(crate) use source::NewVersion;
 
 /// An object state with no details record yet.
@@ -138,8 +141,7 @@ pub struct ClusterVersions {
     /// The cluster id.
     pub cluster: String,
     span: Span,
-    names: Vec<u8>,
-    name_at: Vec<(u32, u32)>,
+    names: Arc<Names>,
     rows: Vec<VersionRow>,
     details: Vec<u8>,
 }
@@ -159,8 +161,8 @@ impl ClusterVersions {
     /// The name of object `id` (`None`: no such object, or a stored name
     /// that is not four UTF-8 parts).
     pub fn object(&self, id: u32) -> Option<ObjectRef<'_>> {
-        let text = std::str::from_utf8(self.name_key(id)).ok()?;
-        let mut parts = text.splitn(4, '\0');
+        // Checked as UTF-8 once, when the names were read.
+        let mut parts = self.names.text(id)?.splitn(4, '\0');
         let mut next = || parts.next();
         let (group, kind, namespace, name) = (next()?, next()?, next()?, next()?);
         Some(ObjectRef {
@@ -175,15 +177,12 @@ impl ClusterVersions {
     /// byte order on it is [`ObjectName`]'s order, at one comparison
     /// (empty for an unknown id).
     pub fn name_key(&self, id: u32) -> &[u8] {
-        self.name_at
-            .get(id as usize)
-            .and_then(|&(at, len)| self.names.get(at as usize..(at + len) as usize))
-            .unwrap_or_default()
+        self.names.key(id)
     }
 
     /// Number of objects (live or not) the cluster ever had.
     pub fn object_count(&self) -> usize {
-        self.name_at.len()
+        self.names.len()
     }
 
     /// Decodes the details of `row`.
@@ -224,7 +223,7 @@ impl ClusterVersions {
         // comparisons stay in this small table instead of reaching back
         // into the rows (a cache miss each).
         const NONE: u32 = u32::MAX;
-        let mut best = vec![(NONE, (i64::MIN, 0u64, 0u64)); self.name_at.len()];
+        let mut best = vec![(NONE, (i64::MIN, 0u64, 0u64)); self.names.len()];
         for (i, r) in self.rows.iter().enumerate() {
             if r.index >= known_below || r.from > at || (r.to <= at && r.to_index < known_below) {
                 continue;
@@ -571,6 +570,7 @@ impl VersionIndex {
         &self,
         cluster: &str,
         span: Span,
+        names: &NameCache,
     ) -> Result<Option<ClusterVersions>, StoreError> {
         let _shared = self.readers.read().unwrap_or_else(|p| p.into_inner());
         let found = {
@@ -582,7 +582,7 @@ impl VersionIndex {
         let Some((no, meta)) = found else {
             return Ok(None);
         };
-        read_cluster(&self.cluster_dir(no), cluster, &meta, span).map(Some)
+        read_cluster(&self.cluster_dir(no), cluster, &meta, span, names).map(Some)
     }
 
     /// Every cluster with its number and committed lengths (what a view
@@ -670,24 +670,19 @@ impl ObjectState {
 }
 
 /// Reads one cluster's files up to the lengths of `meta`, as much as
-/// `span` asks for.
+/// `span` asks for, its object names through `names`.
 pub(crate) fn read_cluster(
     dir: &Path,
     cluster: &str,
     meta: &ClusterMeta,
     span: Span,
+    names: &NameCache,
 ) -> Result<ClusterVersions, StoreError> {
-    let files::Contents {
-        names,
-        name_at,
-        rows,
-        details,
-    } = files::read(dir, meta, span)?;
+    let files::Contents { rows, details } = files::read(dir, meta, span)?;
     Ok(ClusterVersions {
         cluster: cluster.to_string(),
         span,
-        names,
-        name_at,
+        names: names.names(dir, meta)?,
         rows,
         details,
     })

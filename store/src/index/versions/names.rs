@@ -1,0 +1,329 @@
+//! A cluster's object names, parsed once and shared by the reads that
+//! follow, within a byte budget.
+//!
+//! Every read of a cluster's versions needs the names of its objects (a
+//! version row names its object by ordinal), and the `objects` file holds
+//! them all: at 10M events, 1M names, about 50 MB over 100 clusters, which
+//! every scan of `objects` read, checked and walked again (two fifths of
+//! objects-changed-on-day). The file is only ever appended, so a parsed
+//! prefix stays true: a read takes the cached names when the file's
+//! committed length and checksum are the ones they were parsed at, or
+//! parses just the bytes appended since, carrying the checksum on. One
+//! invariant: **cached names are used only when the CRC-32 of what they
+//! were parsed from (carried over the appended bytes) is the one the
+//! mark records for the file's committed length**; anything else reads
+//! the file again, as a read without a cache does.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::files::{self, ClusterMeta};
+use crate::StoreError;
+
+/// Bytes of parsed names a store keeps: the names of about 1.5M objects
+/// (names take about 45 bytes here, and 8 more for where they are).
+/// Past it the clusters read longest ago are dropped whole; a cluster
+/// larger than the budget is parsed for each read and not kept.
+pub(crate) const BUDGET: usize = 96 << 20;
+
+/// One cluster's object names, in ordinal order.
+#[derive(Debug, Default)]
+pub struct Names {
+    /// Every name, `group\0kind\0namespace\0name`, one after another.
+    text: String,
+    /// Where each name is in `text`, and whether it was valid UTF-8
+    /// (an invalid one is kept lossily, for ordering only).
+    at: Vec<Span>,
+    /// Length of the file these were parsed from, and its CRC-32.
+    file_len: u64,
+    crc: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: u32,
+    len: u32,
+    valid: bool,
+}
+
+impl Names {
+    /// Object `id`'s stored name, `None` for an unknown id or one that
+    /// was not UTF-8.
+    pub(crate) fn text(&self, id: u32) -> Option<&str> {
+        let s = self.at.get(id as usize)?;
+        if !s.valid {
+            return None;
+        }
+        self.text.get(s.start as usize..(s.start + s.len) as usize)
+    }
+
+    /// Object `id`'s stored name as bytes (empty for an unknown id).
+    pub(crate) fn key(&self, id: u32) -> &[u8] {
+        self.at
+            .get(id as usize)
+            .and_then(|s| {
+                self.text
+                    .as_bytes()
+                    .get(s.start as usize..(s.start + s.len) as usize)
+            })
+            .unwrap_or_default()
+    }
+
+    /// How many objects.
+    pub(crate) fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// Bytes held, as the budget counts them.
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.at.capacity() * std::mem::size_of::<Span>()
+    }
+
+    /// `self` with the names of `appended` (the file's bytes past
+    /// `file_len`) after its own.
+    fn extended(&self, appended: &[u8]) -> Result<Names, StoreError> {
+        let mut next = Names {
+            text: String::with_capacity(self.text.len() + appended.len()),
+            at: Vec::with_capacity(self.at.len() + appended.len() / 32),
+            file_len: self.file_len + appended.len() as u64,
+            crc: files::crc(self.crc, appended),
+        };
+        next.text.push_str(&self.text);
+        next.at.extend_from_slice(&self.at);
+        next.parse(appended)?;
+        Ok(next)
+    }
+
+    /// Appends the length-prefixed names of `bytes`.
+    fn parse(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        let short = || StoreError::Corrupt("version index objects file is short".into());
+        let mut at = 0usize;
+        while at < bytes.len() {
+            let len_bytes = bytes.get(at..at + 4).ok_or_else(short)?;
+            let len = u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]])
+                as usize;
+            let name = bytes.get(at + 4..at + 4 + len).ok_or_else(short)?;
+            let start = self.text.len();
+            let valid = match std::str::from_utf8(name) {
+                Ok(s) => {
+                    self.text.push_str(s);
+                    true
+                }
+                Err(_) => {
+                    self.text.push_str(&String::from_utf8_lossy(name));
+                    false
+                }
+            };
+            let span_of = |n: usize| {
+                u32::try_from(n).map_err(|_| {
+                    StoreError::Corrupt("version index objects file is over 4 GiB".into())
+                })
+            };
+            self.at.push(Span {
+                start: span_of(start)?,
+                len: span_of(self.text.len() - start)?,
+                valid,
+            });
+            at += 4 + len;
+        }
+        Ok(())
+    }
+}
+
+/// The names of the clusters read lately, by directory.
+pub(crate) struct NameCache {
+    held: Mutex<Held>,
+    budget: usize,
+}
+
+impl Default for NameCache {
+    fn default() -> Self {
+        NameCache::with_budget(BUDGET)
+    }
+}
+
+#[derive(Default)]
+struct Held {
+    by_dir: HashMap<PathBuf, (Arc<Names>, u64)>,
+    bytes: usize,
+    clock: u64,
+}
+
+impl NameCache {
+    /// A cache that holds at most `budget` bytes of names.
+    pub(crate) fn with_budget(budget: usize) -> NameCache {
+        NameCache {
+            held: Mutex::default(),
+            budget,
+        }
+    }
+
+    /// The names in the `objects` file of the cluster in `dir` up to the
+    /// length `meta` commits, checked against its checksum.
+    pub(crate) fn names(&self, dir: &Path, meta: &ClusterMeta) -> Result<Arc<Names>, StoreError> {
+        let Some(sums) = meta.sums else {
+            // A mark from before checksums: nothing to prove a cached
+            // copy current with.
+            return Ok(Arc::new(read(dir, meta.objects_bytes, None)?));
+        };
+        let cached = self.held().by_dir.get(dir).map(|(n, _)| n.clone());
+        let names = match cached {
+            Some(n) if n.file_len == meta.objects_bytes && n.crc == sums.objects => return Ok(n),
+            Some(n) if n.file_len < meta.objects_bytes => {
+                // Checked before it is parsed: a flipped length is damage,
+                // found by the full read, not a short file.
+                let appended = read_range(dir, n.file_len, meta.objects_bytes)?;
+                if files::crc(n.crc, &appended) == sums.objects {
+                    n.extended(&appended)?
+                } else {
+                    read(dir, meta.objects_bytes, Some(sums.objects))?
+                }
+            }
+            // None yet, or a file cut or rebuilt since, or a reader whose
+            // mark is older than the cached names (which stay).
+            _ => read(dir, meta.objects_bytes, Some(sums.objects))?,
+        };
+        let names = Arc::new(names);
+        self.keep(dir, names.clone());
+        Ok(names)
+    }
+
+    fn keep(&self, dir: &Path, names: Arc<Names>) {
+        let mut held = self.held();
+        let held = &mut *held;
+        if names.bytes() > self.budget
+            || held
+                .by_dir
+                .get(dir)
+                .is_some_and(|(kept, _)| kept.file_len > names.file_len)
+        {
+            return;
+        }
+        if let Some((old, _)) = held.by_dir.remove(dir) {
+            held.bytes -= old.bytes();
+        }
+        held.clock += 1;
+        held.bytes += names.bytes();
+        held.by_dir.insert(dir.to_path_buf(), (names, held.clock));
+        while held.bytes > self.budget {
+            let Some(oldest) = held
+                .by_dir
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(d, _)| d.clone())
+            else {
+                break;
+            };
+            if let Some((gone, _)) = held.by_dir.remove(&oldest) {
+                held.bytes -= gone.bytes();
+            }
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The names of the file's first `len` bytes, checked against `want`.
+fn read(dir: &Path, len: u64, want: Option<u32>) -> Result<Names, StoreError> {
+    let bytes = read_range(dir, 0, len)?;
+    let mut names = Names {
+        file_len: len,
+        crc: files::crc(0, &bytes),
+        ..Names::default()
+    };
+    if want.is_some_and(|w| w != names.crc) {
+        return Err(files::damaged(dir, "objects does not match its checksum"));
+    }
+    names.parse(&bytes)?;
+    Ok(names)
+}
+
+fn read_range(dir: &Path, from: u64, to: u64) -> Result<Vec<u8>, StoreError> {
+    if from >= to {
+        return Ok(Vec::new());
+    }
+    let path = dir.join("objects");
+    let io = |e| StoreError::io(&path, e);
+    let f = File::open(&path).map_err(io)?;
+    let mut buf = vec![0u8; (to - from) as usize];
+    f.read_exact_at(&mut buf, from).map_err(io)?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::files::ClusterFiles;
+    use super::super::ObjectName;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn texts(names: &Names) -> Vec<Option<String>> {
+        (0..names.len() as u32)
+            .map(|id| names.text(id).map(str::to_string))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Over appends to two clusters, a shared cache (within any
+        /// budget) gives each read exactly the names written so far, as a
+        /// fresh read does; a flipped byte among the bytes appended since
+        /// it last read them is found (never read as a name), and the
+        /// cache holds no more than its budget.
+        #[test]
+        fn cached_names_are_the_files_names(
+            batches in proptest::collection::vec(
+                (0usize..2, proptest::collection::vec("[a-z\u{e9}\u{4e2d}]{0,12}", 0..24)),
+                1..8,
+            ),
+            flip in proptest::option::of((0usize..8, any::<u64>(), 0u8..8)),
+            budget in prop_oneof![Just(0usize), Just(2_000), Just(1 << 20)],
+        ) {
+            let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+            let mut files = [
+                ClusterFiles::open(dirs[0].path(), ClusterMeta::default()).unwrap(),
+                ClusterFiles::open(dirs[1].path(), ClusterMeta::default()).unwrap(),
+            ];
+            let mut model: [Vec<Option<String>>; 2] = Default::default();
+            let cache = NameCache::with_budget(budget);
+            for (i, (c, batch)) in batches.iter().enumerate() {
+                let (c, dir) = (*c, dirs[*c].path());
+                let before = std::fs::metadata(dir.join("objects")).map(|m| m.len()).unwrap_or(0);
+                for name in batch {
+                    let n = model[c].len();
+                    files[c].add_object(&ObjectName {
+                        group: "apps".into(),
+                        kind: "Deployment".into(),
+                        namespace: format!("ns{n}"),
+                        name: name.clone(),
+                    }).unwrap();
+                    model[c].push(Some(format!("apps\0Deployment\0ns{n}\0{name}")));
+                }
+                let meta = files[c].write().unwrap();
+                files[c].sync().unwrap();
+                if let Some((_, at, bit)) = flip.filter(|f| f.0 == i && meta.objects_bytes > before) {
+                    let path = dir.join("objects");
+                    let mut bytes = std::fs::read(&path).unwrap();
+                    let at = before as usize + (at % (meta.objects_bytes - before)) as usize;
+                    bytes[at] ^= 1 << bit;
+                    std::fs::write(&path, &bytes).unwrap();
+                    let read = cache.names(dir, &meta);
+                    prop_assert!(matches!(read, Err(StoreError::IndexDamaged { .. })), "{:?}", read.map(|n| texts(&n)));
+                    bytes[at] ^= 1 << bit;
+                    std::fs::write(&path, &bytes).unwrap();
+                }
+                let got = cache.names(dir, &meta).unwrap();
+                prop_assert_eq!(&texts(&got), &model[c]);
+                let fresh = NameCache::default().names(dir, &meta).unwrap();
+                prop_assert_eq!(texts(&fresh), texts(&got));
+                prop_assert!(cache.held().bytes <= budget);
+            }
+        }
+    }
+}
