@@ -86,6 +86,9 @@ pub fn run(data: &Path, cases: &[Case], rounds: Rounds) -> anyhow::Result<Report
         &mut |_| {},
     )?);
     let open_seconds = started.elapsed().as_secs_f64();
+    // One process answers every round, as `annal serve` would, and keeps
+    // what `serve` keeps.
+    store.keep_object_names();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

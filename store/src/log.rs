@@ -1180,6 +1180,16 @@ impl Store {
         }
     }
 
+    /// Keeps the object names of the clusters read from now on, parsed,
+    /// for the reads after (at most 96 MiB, the clusters read longest ago
+    /// dropped first; see [`crate::index::versions::NameCache`]): for a
+    /// process that answers many questions, such as `annal serve`. A
+    /// store keeps none by default, as a command that asks one question
+    /// would only hold them past their use.
+    pub fn keep_object_names(&self) {
+        self.names.set_budget(crate::index::versions::NAMES_BUDGET);
+    }
+
     /// A consistent copy of one cluster's object versions (see
     /// [`ClusterVersions::live_at`]); `None` when the cluster has none.
     pub fn cluster_versions(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {

@@ -40,6 +40,9 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
     // A ledger written before the column sidecar (or one whose chunks were
     // lost) gets them in the background; scans read the leaves meanwhile.
     store.catch_up_columns();
+    // A server answers many questions: each cluster's object names are
+    // parsed once, not for every read.
+    store.keep_object_names();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

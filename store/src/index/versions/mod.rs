@@ -56,8 +56,8 @@ pub use row::VersionRow;
 
 use files::ClusterFiles;
 pub(crate) use files::ClusterMeta;
-pub(crate) use names::NameCache;
 use names::Names;
+pub(crate) use names::{NameCache, BUDGET as NAMES_BUDGET};
 pub(crate) use source::NewVersion;
 
 /// An object state with no details record yet.
