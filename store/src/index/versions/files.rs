@@ -293,7 +293,8 @@ pub(crate) struct Contents {
     pub(crate) details: Vec<u8>,
 }
 
-/// Reads the rows and details of a cluster `span` asks for, each checked against its checksum (when the mark has them).
+/// Reads the rows and details of a cluster `span` asks for, each checked
+/// against its checksum (when the mark has them).
 pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Contents, StoreError> {
     let checked = |name: &str, bytes: &[u8], want: Option<u32>| match want {
         Some(want) => check(dir, name, bytes, want),
@@ -406,13 +407,19 @@ fn crc_of_range(path: &Path, range: std::ops::Range<u64>) -> Result<u32, StoreEr
 
 /// The first `len` bytes of a file (an error when it is shorter).
 fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, StoreError> {
-    if len == 0 {
+    read_range(path, 0, len)
+}
+
+/// The bytes `from..to` of the file at `path` (an error when it is
+/// shorter).
+pub(crate) fn read_range(path: &Path, from: u64, to: u64) -> Result<Vec<u8>, StoreError> {
+    if from >= to {
         return Ok(Vec::new());
     }
     let io = |e| StoreError::io(path, e);
     let f = File::open(path).map_err(io)?;
-    let mut buf = vec![0u8; len as usize];
-    f.read_exact_at(&mut buf, 0).map_err(io)?;
+    let mut buf = vec![0u8; (to - from) as usize];
+    f.read_exact_at(&mut buf, from).map_err(io)?;
     Ok(buf)
 }
 

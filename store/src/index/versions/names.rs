@@ -15,8 +15,6 @@
 //! the file again, as a read without a cache does.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -88,13 +86,14 @@ impl Names {
     }
 
     /// `self` with the names of `appended` (the file's bytes past
-    /// `file_len`) after its own.
-    fn extended(&self, appended: &[u8]) -> Result<Names, StoreError> {
+    /// `file_len`, whose CRC-32 carried on from `self.crc` is `crc`)
+    /// after its own.
+    fn extended(&self, appended: &[u8], crc: u32) -> Result<Names, StoreError> {
         let mut next = Names {
             text: String::with_capacity(self.text.len() + appended.len()),
             at: Vec::with_capacity(self.at.len() + appended.len() / 32),
             file_len: self.file_len + appended.len() as u64,
-            crc: files::crc(self.crc, appended),
+            crc,
         };
         next.text.push_str(&self.text);
         next.at.extend_from_slice(&self.at);
@@ -196,9 +195,11 @@ impl NameCache {
             Some(n) if n.file_len < meta.objects_bytes => {
                 // Checked before it is parsed: a flipped length is damage,
                 // found by the full read, not a short file.
-                let appended = read_range(dir, n.file_len, meta.objects_bytes)?;
-                if files::crc(n.crc, &appended) == sums.objects {
-                    n.extended(&appended)?
+                let appended =
+                    files::read_range(&dir.join("objects"), n.file_len, meta.objects_bytes)?;
+                let crc = files::crc(n.crc, &appended);
+                if crc == sums.objects {
+                    n.extended(&appended, crc)?
                 } else {
                     read(dir, meta.objects_bytes, Some(sums.objects))?
                 }
@@ -256,7 +257,7 @@ impl NameCache {
 
 /// The names of the file's first `len` bytes, checked against `want`.
 fn read(dir: &Path, len: u64, want: Option<u32>) -> Result<Names, StoreError> {
-    let bytes = read_range(dir, 0, len)?;
+    let bytes = files::read_range(&dir.join("objects"), 0, len)?;
     let mut names = Names {
         file_len: len,
         crc: files::crc(0, &bytes),
@@ -267,18 +268,6 @@ fn read(dir: &Path, len: u64, want: Option<u32>) -> Result<Names, StoreError> {
     }
     names.parse(&bytes)?;
     Ok(names)
-}
-
-fn read_range(dir: &Path, from: u64, to: u64) -> Result<Vec<u8>, StoreError> {
-    if from >= to {
-        return Ok(Vec::new());
-    }
-    let path = dir.join("objects");
-    let io = |e| StoreError::io(&path, e);
-    let f = File::open(&path).map_err(io)?;
-    let mut buf = vec![0u8; (to - from) as usize];
-    f.read_exact_at(&mut buf, from).map_err(io)?;
-    Ok(buf)
 }
 
 #[cfg(test)]
