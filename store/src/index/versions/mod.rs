@@ -24,10 +24,11 @@
 //! [`crate::index::mark`]); a read checks what it reads against them
 //! ([`files`]);
 //! per object, its id and last details record live in the `objects`
-//! keyspace, written in sorted runs (one read per new version, one write
-//! per object per batch). Rows are scanned as a whole: an as-of question
-//! reads a few 8-byte columns per version and touches details only for the
-//! answer.
+//! keyspace, written in sorted runs: one write per object whose state a
+//! batch changed (a new object, new details), one read per object a batch
+//! touches unless the writer still holds its state ([`states`]). Rows
+//! are scanned as a whole: an as-of question reads a few 8-byte columns
+//! per version and touches details only for the answer.
 //!
 //! After a crash, an object's stored state may name an id or details
 //! record past the lengths at the mark (a run registered after it, whose
@@ -40,6 +41,7 @@ mod files;
 mod names;
 mod row;
 mod source;
+mod states;
 mod zones;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -59,6 +61,7 @@ pub(crate) use files::ClusterMeta;
 use names::Names;
 pub(crate) use names::{NameCache, BUDGET as NAMES_BUDGET};
 pub(crate) use source::NewVersion;
+use states::StateCache;
 
 /// An object state with no details record yet.
 const NO_DETAILS: u64 = u64::MAX;
@@ -257,10 +260,12 @@ pub(crate) struct VersionIndex {
     readers: RwLock<()>,
 }
 
-/// The files the writer has open.
+/// The files the writer has open, and the object states it wrote
+/// lately (both dropped together, see [`states`]).
 #[derive(Default)]
 struct Writer {
     open: HashMap<u32, ClusterFiles>,
+    states: StateCache,
 }
 
 /// Which clusters have files, and how long those are.
@@ -329,14 +334,19 @@ impl VersionIndex {
         if versions.is_empty() {
             return Ok(());
         }
-        let mut w = self.lock();
+        let mut guard = self.lock();
+        let w = &mut *guard;
         // The batch's clusters, looked up once each; those new here are
         // numbered from the catalog's count on and taken with the lengths.
         let mut numbers: HashMap<String, u32> = HashMap::new();
         let mut new_clusters: Vec<(String, u32)> = Vec::new();
         // Object states change many times in a batch: they are kept here
-        // and written once.
-        let mut states: HashMap<Vec<u8>, ObjectState> = HashMap::new();
+        // (with whether they differ from the stored state) and written
+        // once, and only if they changed. An object's id never changes and
+        // its details seldom do, so most versions leave the stored state
+        // as it was: writing it again anyway made the keyspace's runs
+        // (and their compaction) several times larger.
+        let mut changed: HashMap<Vec<u8>, (ObjectState, bool)> = HashMap::new();
         let mut touched = Vec::new();
         for (index, v) in versions {
             let no = match numbers.get(&v.cluster) {
@@ -367,31 +377,38 @@ impl VersionIndex {
                     slot.insert(ClusterFiles::open(&self.cluster_dir(no), meta)?)
                 }
             };
-            let state = match states.entry(object_key(no, &v.name)) {
+            let (state, dirty) = match changed.entry(object_key(no, &v.name)) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    let stored = self
-                        .objects
-                        .get(slot.key())
-                        .map_err(|e| self.error(e))?
-                        .map(|b| ObjectState::decode(&b))
-                        .transpose()?
-                        .and_then(|s| s.trusted(&files.committed()));
+                    let stored = match w.states.get(&states::digest(slot.key())) {
+                        Some(held) => Some(held),
+                        None => self
+                            .objects
+                            .get(slot.key())
+                            .map_err(|e| self.error(e))?
+                            .map(|b| ObjectState::decode(&b))
+                            .transpose()?
+                            .and_then(|s| s.trusted(&files.committed())),
+                    };
                     let state = match stored {
-                        Some(s) => s,
-                        None => ObjectState {
-                            id: files.add_object(&v.name)?,
-                            details: NO_DETAILS,
-                            details_hash: [0; 16],
-                        },
+                        Some(s) => (s, false),
+                        None => (
+                            ObjectState {
+                                id: files.add_object(&v.name)?,
+                                details: NO_DETAILS,
+                                details_hash: [0; 16],
+                            },
+                            true,
+                        ),
                     };
                     slot.insert(state)
                 }
             };
             let (encoded, hash) = encode_details(v);
-            if state.details == NO_DETAILS || hash != state.details_hash {
+            if state.details == NO_DETAILS || !states::same_details(&state.details_hash, &hash) {
                 state.details = files.add_details(&encoded);
                 state.details_hash = hash;
+                *dirty = true;
             }
             files.add_row(&VersionRow {
                 object: state.id,
@@ -419,8 +436,11 @@ impl VersionIndex {
             c.numbers.extend(new_clusters);
             c.committed.extend(lengths);
         }
-        for (key, state) in states {
-            self.objects.insert(key, state.encode());
+        for (key, (state, dirty)) in changed {
+            w.states.put(&states::digest(&key), &state);
+            if dirty {
+                self.objects.insert(key, state.encode());
+            }
         }
         Ok(())
     }
