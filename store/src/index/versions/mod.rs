@@ -345,8 +345,9 @@ impl VersionIndex {
         // once, and only if they changed. An object's id never changes and
         // its details seldom do, so most versions leave the stored state
         // as it was: writing it again anyway made the keyspace's runs
-        // (and their compaction) several times larger.
-        let mut changed: HashMap<Vec<u8>, (ObjectState, bool)> = HashMap::new();
+        // (and their compaction) several times larger. The key's digest
+        // (the writer's cache is keyed by it) is kept beside, computed once.
+        let mut changed: HashMap<Vec<u8>, (ObjectState, bool, states::Digest)> = HashMap::new();
         let mut touched = Vec::new();
         for (index, v) in versions {
             let no = match numbers.get(&v.cluster) {
@@ -377,10 +378,11 @@ impl VersionIndex {
                     slot.insert(ClusterFiles::open(&self.cluster_dir(no), meta)?)
                 }
             };
-            let (state, dirty) = match changed.entry(object_key(no, &v.name)) {
+            let (state, dirty, _) = match changed.entry(object_key(no, &v.name)) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    let stored = match w.states.get(&states::digest(slot.key())) {
+                    let digest = states::digest(slot.key());
+                    let stored = match w.states.get(&digest) {
                         Some(held) => Some(held),
                         None => self
                             .objects
@@ -391,7 +393,7 @@ impl VersionIndex {
                             .and_then(|s| s.trusted(&files.committed())),
                     };
                     let state = match stored {
-                        Some(s) => (s, false),
+                        Some(s) => (s, false, digest),
                         None => (
                             ObjectState {
                                 id: files.add_object(&v.name)?,
@@ -399,6 +401,7 @@ impl VersionIndex {
                                 details_hash: [0; 16],
                             },
                             true,
+                            digest,
                         ),
                     };
                     slot.insert(state)
@@ -436,8 +439,8 @@ impl VersionIndex {
             c.numbers.extend(new_clusters);
             c.committed.extend(lengths);
         }
-        for (key, (state, dirty)) in changed {
-            w.states.put(&states::digest(&key), &state);
+        for (key, (state, dirty, digest)) in changed {
+            w.states.put(&digest, &state);
             if dirty {
                 self.objects.insert(key, state.encode());
             }

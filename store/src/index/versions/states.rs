@@ -91,7 +91,7 @@ impl StateCache {
         let (set, w0, w1) = self.place(digest);
         let e = self.entries[set..set + WAYS]
             .iter_mut()
-            .find(|e| e[0] & !READ == w0 && e[1] >> 32 == w1 >> 32)?;
+            .find(|e| holds(e, w0, w1))?;
         e[0] |= READ;
         let mut details_hash = [0u8; 16];
         details_hash[..8].copy_from_slice(&e[3].to_le_bytes());
@@ -111,10 +111,7 @@ impl StateCache {
         }
         let (set, w0, w1) = self.place(digest);
         let ways = &mut self.entries[set..set + WAYS];
-        let way = match ways
-            .iter()
-            .position(|e| e[0] & !READ == w0 && e[1] >> 32 == w1 >> 32)
-        {
+        let way = match ways.iter().position(|e| holds(e, w0, w1)) {
             Some(w) => w,
             None => match ways.iter().position(|e| e[0] & HELD == 0) {
                 Some(w) => w,
@@ -166,6 +163,12 @@ impl StateCache {
         let set = ((b >> 32) as usize & (self.sets - 1)) * WAYS;
         (set, (a << 2) | HELD, b << 32)
     }
+}
+
+/// Whether entry `e` holds the key whose first words (from
+/// [`StateCache::place`]) are `w0` and `w1`.
+fn holds(e: &Entry, w0: u64, w1: u64) -> bool {
+    e[0] & !READ == w0 && e[1] >> 32 == w1 >> 32
 }
 
 #[cfg(test)]
