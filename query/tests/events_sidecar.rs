@@ -227,10 +227,34 @@ fn join_pairs() -> Vec<(String, String)> {
             "SELECT e.type, e.cluster, count(*) AS n FROM events e              JOIN (SELECT DISTINCT cluster AS c FROM events WHERE principal = 'user1'                    AND type = 'app.sync') s ON e.cluster = s.c {more}              GROUP BY e.type, e.cluster ORDER BY e.type, e.cluster"
         )
     };
-    vec![
+    // The revocations' range condition, as the join's floors narrow the
+    // scan by it: inclusive, written the other way round, on
+    // `recorded_at`, and as a left join (revocations without a use stay).
+    let ranged = |condition: &str, more: &str| {
+        format!(
+            "WITH r AS (SELECT cluster AS c, json_get_str(data, 'fingerprint') AS f, time AS t, \
+                    recorded_at AS rec FROM events WHERE type = 'cluster.credential.revoked') \
+             SELECT r.c, r.f, count(e.index) AS uses, min(e.time) AS first \
+             FROM r LEFT JOIN events e ON e.credential = r.f AND e.cluster = r.c \
+               AND {condition} {more} \
+             GROUP BY r.c, r.f ORDER BY r.c, r.f"
+        )
+    };
+    let mut pairs = vec![
         (revoked(""), revoked("AND length(e.id) >= 0")),
         (clusters(""), clusters("WHERE length(e.id) >= 0")),
-    ]
+    ];
+    for condition in ["e.time >= r.t", "r.t < e.time", "e.recorded_at > r.rec"] {
+        pairs.push((
+            ranged(condition, ""),
+            ranged(condition, "AND length(e.id) >= 0"),
+        ));
+    }
+    pairs.push((
+        revoked("AND e.time >= r.t - INTERVAL '1 hour'"),
+        revoked("AND e.time >= r.t - INTERVAL '1 hour' AND length(e.id) >= 0"),
+    ));
+    pairs
 }
 
 /// The `syncs` view as first defined: over `events`, each field taken out
@@ -452,23 +476,36 @@ fn a_full_scan_reads_chunks_and_a_query_of_id_reads_leaves() {
         assert!(at("HashJoinExec") < build && build < probe, "{join}");
         // Once the revocation is built, the scan of every event reads only
         // the rows of its cluster and credential (chunks and tail alike).
-        let want = text(
-            &ctx,
+        let count = |q: &'static str| {
+            let ctx = ctx.clone();
+            async move {
+                let n = text(&ctx, q).await;
+                n.lines()
+                    .nth(3)
+                    .and_then(|l| l.trim_matches(|c| c == '|' || c == ' ').parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("{n}"))
+            }
+        };
+        let uses = count(
             "SELECT count(*) AS n FROM events WHERE cluster = 'c2' AND credential = 'fp1'",
         )
         .await;
-        let want: u64 = want
-            .lines()
-            .nth(3)
-            .and_then(|l| l.trim_matches(|c| c == '|' || c == ' ').parse().ok())
-            .unwrap_or_else(|| panic!("{want}"));
-        assert!(want > 0 && want < 200, "{want}");
+        // ... and of those, only the ones after the revocation: the join's
+        // `e.time > r.t` is the floor of the one key.
+        let want = count(
+            "SELECT count(*) AS n FROM events WHERE cluster = 'c2' AND credential = 'fp1' \
+             AND time > (SELECT time FROM events WHERE type = 'cluster.credential.revoked')",
+        )
+        .await;
+        assert!(want > 0 && want < uses && uses < 200, "{want} {uses}");
         let ran = text(&ctx, &format!("EXPLAIN ANALYZE {revoked}")).await;
         let scan = ran
             .lines()
             .find(|l| l.contains("ChunkScanExec") && l.contains("credential"))
             .unwrap_or_else(|| panic!("{ran}"));
         assert!(scan.contains("narrowed_by=[DynamicFilter"), "{ran}");
+        assert!(scan.contains("floored_by=[time > "), "{ran}");
+        assert!(ran.contains("FloorsExec: floor=t, keys=[CAST(r.f AS Utf8View), c]"), "{ran}");
         assert!(scan.contains(&format!("output_rows={want},")), "{want}: {ran}");
     });
 }

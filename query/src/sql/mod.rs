@@ -23,10 +23,12 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use limits::Limits;
 
+use crate::tables::events::floors::JoinFloors;
 use crate::tables::{
     clusters, managed_fields, reports, revisions, EventsTable, InventoryAt, ObjectsTable,
 };
@@ -70,7 +72,15 @@ pub async fn session_with(
             DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
         )
         .build_arc()?;
-    let mut ctx = SessionContext::new_with_config_rt(config, runtime);
+    // A join's range condition on time narrows the `events` scan it
+    // probes, as its keys do (`tables::events::floors`).
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(JoinFloors))
+        .build();
+    let mut ctx = SessionContext::new_with_state(state);
     datafusion_functions_json::register_all(&mut ctx)?;
     ctx.register_udf(date_trunc::udf());
     ctx.register_table("events", Arc::new(EventsTable::new(store.clone())))?;

@@ -42,6 +42,19 @@ impl Estimated {
             rows: usize::try_from(rows).unwrap_or(usize::MAX),
         })
     }
+
+    /// The scan it wraps.
+    pub(crate) fn inner(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.inner
+    }
+
+    /// `inner` with this estimate.
+    pub(crate) fn rewrap(&self, inner: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        Arc::new(Estimated {
+            inner,
+            rows: self.rows,
+        })
+    }
 }
 
 /// Bytes a row of `schema` takes in memory, roughly: text columns count

@@ -4,9 +4,10 @@
 //! top-level fields the store reads from their leaves without decoding
 //! `data`; so is a chunk whose file the store refuses (damaged).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use annal_store::columns::{ColumnChunk, Within};
+use annal_store::columns::{ColumnChunk, Keep, Within};
 use annal_store::Store;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -16,6 +17,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use tokio::sync::mpsc::Sender;
 
+use super::floors::KeyFloors;
 use super::named::NamedPart;
 use crate::pushdown::EventBounds;
 
@@ -203,14 +205,20 @@ impl PartitionStream for Part {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        self.read(Vec::new())
+        self.read(Vec::new(), None)
     }
 }
 
 impl Part {
     /// The partition's rows, and of those only the ones whose text
-    /// columns are `within` (what a join allows, besides the bounds).
-    pub(super) fn read(&self, within: Vec<Within>) -> SendableRecordBatchStream {
+    /// columns are `within` (what a join allows, besides the bounds) and
+    /// that reach past the `floors` of their key (a join's range
+    /// condition, [`super::floors`]).
+    pub(super) fn read(
+        &self,
+        within: Vec<Within>,
+        floors: Option<KeyFloors>,
+    ) -> SendableRecordBatchStream {
         let store = self.store.clone();
         // A chunk that holds none of the clusters or types allowed is not
         // opened (its counts say so).
@@ -242,15 +250,32 @@ impl Part {
             .collect();
         let from_leaves = self.sidecar.clone();
         super::super::stream::blocking(self.schema.clone(), move |tx| {
-            let leaves = |from: u64, to: u64| {
-                let batches = store.column_batches_from_leaves(from, to, &keep);
+            // What of a chunk (or of the tail: no ranges) the floors leave.
+            let floored = |time, recorded| -> Option<Cow<Keep>> {
+                let Some(floors) = &floors else {
+                    return Some(Cow::Borrowed(&keep));
+                };
+                let n = floors.narrowing(time, recorded)?;
+                let mut k = keep.clone();
+                k.within.extend(n.within);
+                k.since = k.since.max(n.since);
+                Some(Cow::Owned(k))
+            };
+            let leaves = |from: u64, to: u64, keep: &Keep| {
+                let batches = store.column_batches_from_leaves(from, to, keep);
                 batches.map(|b| send_chunk(b, &from_leaves, &schema, &tx))
             };
             for chunk in &chunks {
+                let Some(keep) = floored(chunk.time, chunk.recorded) else {
+                    continue;
+                };
+                if !keep.within.iter().all(|w| may_hold_within(chunk, w)) {
+                    continue;
+                }
                 let sent = match store.read_column_chunk(chunk, &read, &keep) {
                     Ok(Some(batches)) => Ok(send_chunk(batches, &from_file, &schema, &tx)),
                     // Damaged: its entries from the leaves.
-                    Ok(None) => leaves(chunk.start, chunk.end()),
+                    Ok(None) => leaves(chunk.start, chunk.end(), &keep),
                     Err(e) => Err(e),
                 };
                 match sent {
@@ -262,8 +287,9 @@ impl Part {
                     }
                 }
             }
-            if let Some((from, to)) = tail {
-                if let Err(e) = leaves(from, to) {
+            let tail = tail.and_then(|t| Some((t, floored(None, None)?)));
+            if let Some(((from, to), keep)) = tail {
+                if let Err(e) = leaves(from, to, &keep) {
                     let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
                 }
             }

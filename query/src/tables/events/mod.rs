@@ -6,7 +6,8 @@
 //! cluster/type counts rule them out, and decodes only the entries past
 //! the last chunk ([`chunks`]); a hash join that probes it narrows it
 //! further while the query runs, to the keys its build side holds
-//! ([`narrowed`]). When it needs `id` or `data`, or when a
+//! ([`narrowed`]) and, for a range condition on time, to the rows past
+//! each key's floor ([`floors`]). When it needs `id` or `data`, or when a
 //! `cluster`/`type` filter matches few rows, it reads the entries through
 //! the store's indexes ([`crate::events::select_leaves`], as the CLI lists
 //! events) and decodes them ([`leaf_rows`]), unless it names an object:
@@ -15,6 +16,7 @@
 //! through two-slot channels, so memory holds a few batches, never the log.
 
 mod chunks;
+pub(crate) mod floors;
 mod leaf_rows;
 mod named;
 mod narrowed;

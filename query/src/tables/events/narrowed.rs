@@ -47,6 +47,7 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 
 use super::chunks::Part;
+use super::floors::KeyFloors;
 
 /// The sidecar scan's partitions, and the dynamic filters it was given.
 pub(crate) struct ChunkScanExec {
@@ -55,6 +56,9 @@ pub(crate) struct ChunkScanExec {
     properties: Arc<PlanProperties>,
     /// Filters whose current expression is read when a partition starts.
     filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// A join's floors per key ([`super::floors`]), read when a partition
+    /// starts.
+    floors: Option<KeyFloors>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -71,6 +75,19 @@ impl ChunkScanExec {
             schema,
             properties: Arc::new(properties),
             filters: Vec::new(),
+            floors: None,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    /// The same scan, also narrowed by a join's floors.
+    pub(super) fn with_floors(&self, floors: KeyFloors) -> ChunkScanExec {
+        ChunkScanExec {
+            parts: self.parts.clone(),
+            schema: self.schema.clone(),
+            properties: self.properties.clone(),
+            filters: self.filters.clone(),
+            floors: Some(floors),
             metrics: ExecutionPlanMetricsSet::new(),
         }
     }
@@ -93,6 +110,9 @@ impl DisplayAs for ChunkScanExec {
         if !self.filters.is_empty() {
             let filters: Vec<String> = self.filters.iter().map(|e| e.to_string()).collect();
             write!(f, ", narrowed_by=[{}]", filters.join(", "))?;
+        }
+        if let Some(floors) = &self.floors {
+            write!(f, ", floored_by=[{}]", floors.describe())?;
         }
         let names: Vec<&str> = self
             .schema
@@ -165,14 +185,15 @@ impl ExecutionPlan for ChunkScanExec {
             schema: self.schema.clone(),
             properties: self.properties.clone(),
             filters,
+            floors: self.floors.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
         };
         Ok(result.with_updated_node(Arc::new(narrowed)))
     }
 
-    /// Forgets the filters: a plan run again (a recursive query) gets new
-    /// joins with new filters, and the old ones still hold the last run's
-    /// keys.
+    /// Forgets the filters and floors: a plan run again (a recursive
+    /// query) gets new joins with new filters, and the old ones still hold
+    /// the last run's keys.
     fn reset_state(self: Arc<Self>) -> Result<Arc<dyn ExecutionPlan>> {
         Ok(Arc::new(ChunkScanExec::new(
             self.schema.clone(),
@@ -189,13 +210,14 @@ impl ExecutionPlan for ChunkScanExec {
             DataFusionError::Internal(format!("no partition {partition} in a chunk scan"))
         })?;
         let filters = self.filters.clone();
+        let floors = self.floors.clone();
         let schema = self.schema.clone();
         let metrics = BaselineMetrics::new(&self.metrics, partition);
         // Started on the first poll, not here: by then a join has built
-        // its side and set the filter.
+        // its side and set the filter (and noted its floors).
         let started = futures::stream::once(async move {
             let within = within(&filters, &schema);
-            part.read(within)
+            part.read(within, floors.and_then(|f| f.started()))
         })
         .flatten()
         .map(move |batch| {
