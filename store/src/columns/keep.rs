@@ -173,7 +173,7 @@ impl Keep {
 
     /// Each bound as (column position, test of that column), without the
     /// cluster and type bounds when `grouped`; a null never passes.
-    fn tests(&self, grouped: bool) -> Vec<(usize, Test)> {
+    pub(crate) fn tests(&self, grouped: bool) -> Vec<(usize, Test)> {
         let mut tests: Vec<(usize, Test)> = Vec::new();
         if let Some(name) = &self.name {
             let hash = super::name::hash(name);
@@ -238,7 +238,7 @@ impl Keep {
 }
 
 /// A test of one column's values.
-type Test = Box<dyn Fn(&dyn Array) -> Result<BooleanArray, ArrowError> + Send + 'static>;
+pub(crate) type Test = Box<dyn Fn(&dyn Array) -> Result<BooleanArray, ArrowError> + Send + 'static>;
 
 /// A test of a string column (plain, view or dictionary): null never
 /// matches.
