@@ -89,6 +89,7 @@ pub fn run(data: &Path, cases: &[Case], rounds: Rounds) -> anyhow::Result<Report
     // One process answers every round, as `annal serve` would, and keeps
     // what `serve` keeps.
     store.keep_object_names();
+    store.keep_column_chunks();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1190,6 +1190,15 @@ impl Store {
         self.names.set_budget(crate::index::versions::NAMES_BUDGET);
     }
 
+    /// Keeps the column chunks read from now on in memory, as checked (at
+    /// most 256 MiB, the chunks read longest ago dropped first; see
+    /// `columns::held`): for a process that answers many questions, as
+    /// [`Store::keep_object_names`]. A scan of a held chunk reads its
+    /// pages without a system call or a copy.
+    pub fn keep_column_chunks(&self) {
+        self.columns.hold_files();
+    }
+
     /// A consistent copy of one cluster's object versions (see
     /// [`ClusterVersions::live_at`]); `None` when the cluster has none.
     pub fn cluster_versions(&self, cluster: &str) -> Result<Option<ClusterVersions>, StoreError> {

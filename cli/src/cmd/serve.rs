@@ -41,8 +41,10 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
     // lost) gets them in the background; scans read the leaves meanwhile.
     store.catch_up_columns();
     // A server answers many questions: each cluster's object names are
-    // parsed once, not for every read.
+    // parsed once, not for every read, and the column chunks it reads are
+    // kept as checked (both within a budget).
     store.keep_object_names();
+    store.keep_column_chunks();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -16,6 +16,7 @@
 //! chunk whose file does not match, are read from the leaves instead.
 
 mod file;
+mod held;
 mod keep;
 mod light;
 pub(crate) mod manifest;
@@ -136,6 +137,8 @@ pub(crate) struct Columns {
     /// The footers of files read (by `(start, blake3)`), at most
     /// [`FOOTERS`] of them.
     footers: Mutex<HashMap<(u64, String), file::Footer>>,
+    /// Files kept in memory as checked (none unless a budget is set).
+    held: held::Held,
     /// The writer's side, once the open-time check passed.
     sealer: OnceLock<Sealer>,
 }
@@ -147,8 +150,15 @@ impl Columns {
             verified: Mutex::new(HashSet::new()),
             parsed: Mutex::new((Vec::new(), Vec::new())),
             footers: Mutex::new(HashMap::new()),
+            held: held::Held::default(),
             sealer: OnceLock::new(),
         }
+    }
+
+    /// Keeps the files read from now on in memory, within
+    /// [`held::HELD_BUDGET`] bytes ([`held`]).
+    pub(crate) fn hold_files(&self) {
+        self.held.set_budget(held::HELD_BUDGET);
     }
 
     /// Takes the writer's side for a log of `size` entries: a chain that
@@ -242,7 +252,12 @@ impl Columns {
         }
         let path = chunk.path(&self.dir);
         let key = (chunk.start, chunk.blake3.clone());
-        let known = self.lock_verified().contains(&key);
+        if let Some(bytes) = self.held.get(&key) {
+            let footer = self.footer(&key, &bytes)?;
+            return Ok(Some(file::decode(bytes, &footer, columns, keep)?));
+        }
+        // A file checked earlier is read by pages, unless it is to be held.
+        let known = self.lock_verified().contains(&key) && !self.held.holding();
         if known {
             let opened = fs::File::open(&path)
                 .ok()
@@ -265,8 +280,9 @@ impl Columns {
             return Ok(None);
         };
         let footer = self.footer(&key, &bytes)?;
-        if !known {
-            self.lock_verified().insert(key);
+        self.lock_verified().insert(key.clone());
+        if self.held.holding() {
+            self.held.put(key, bytes.clone());
         }
         Ok(Some(file::decode(bytes, &footer, columns, keep)?))
     }
@@ -308,6 +324,7 @@ impl Columns {
             }
         }
         self.lock_verified().clear();
+        self.held.clear();
         self.footers
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -700,3 +700,37 @@ fn reindex_rebuilds_the_sidecar() {
     store.reindex().unwrap();
     assert_eq!(in_chunks(&store), (expected(&store), 33));
 }
+
+/// A store that keeps chunks answers a held chunk from the bytes it
+/// checked, with the same rows, even once the file is cut on disk; one
+/// that keeps none finds the cut file damaged.
+#[test]
+fn a_held_chunk_is_read_as_it_was_checked() {
+    let all: Vec<usize> = (0..COLUMNS.len()).collect();
+    let cut_second = |hold: bool| {
+        let (dir, store) = filled(10, 45);
+        if hold {
+            store.keep_column_chunks();
+        }
+        let (before, _) = in_chunks(&store);
+        let chunk = store.column_chunks().unwrap()[1].clone();
+        let path = chunk.path(&dir.path().join("columns"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(chunk.bytes / 2)
+            .unwrap();
+        let read = store
+            .read_column_chunk(&chunk, &all, &Keep::default())
+            .unwrap()
+            .map(|b| b.map(|b| b.unwrap().num_rows()).sum::<usize>());
+        let after = read.is_some().then(|| in_chunks(&store).0);
+        (read, chunk.rows as usize, before, after)
+    };
+    let (read, rows, before, after) = cut_second(true);
+    assert_eq!(read, Some(rows));
+    assert_eq!(after, Some(before));
+    let (read, _, _, _) = cut_second(false);
+    assert_eq!(read, None, "a store that holds nothing reads the cut file");
+}
