@@ -96,3 +96,54 @@ proptest! {
         }
     }
 }
+
+/// The objects scan deals clusters to partitions as DataFusion's hash
+/// repartitioning would, and says so: a grouping by cluster runs in one
+/// stage, and a partitioned join with a side DataFusion repartitions on
+/// `cluster` meets each cluster in the same partition. Both answer as the
+/// same queries on a computed cluster, which nothing claims to partition.
+#[test]
+fn a_scan_dealt_by_cluster_answers_as_a_repartitioned_one() {
+    let (_dir, store) = store();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for partitions in [2, 3, 5] {
+        let ctx = rt.block_on(sql::session(store.clone())).unwrap();
+        {
+            let state = ctx.state_ref();
+            let mut state = state.write();
+            let options = state.config_mut().options_mut();
+            options.execution.target_partitions = partitions;
+            // A partitioned join, not one side collected: the partitions
+            // must agree.
+            options.optimizer.hash_join_single_partition_threshold = 0;
+            options.optimizer.hash_join_single_partition_threshold_rows = 0;
+        }
+        let grouped = "SELECT cluster, count(*) AS versions, count(DISTINCT name) AS objects \
+                       FROM objects GROUP BY cluster ORDER BY cluster";
+        let computed = "SELECT c AS cluster, count(*) AS versions, count(DISTINCT name) AS objects \
+                        FROM (SELECT cluster || '' AS c, name FROM objects) GROUP BY c ORDER BY cluster";
+        assert_eq!(text(&rt, &ctx, grouped), text(&rt, &ctx, computed));
+        let plan = text(&rt, &ctx, &format!("EXPLAIN {grouped}"));
+        assert!(plan.contains("mode=SinglePartitioned"), "{plan}");
+        assert!(!plan.contains("RepartitionExec"), "{plan}");
+        // The other side is grouped on a computed cluster, which
+        // DataFusion repartitions itself.
+        let joined = |on: &str| {
+            format!(
+                "SELECT o.cluster, count(*) AS n, sum(x.n) AS versions FROM objects o \
+                 JOIN (SELECT c, count(*) AS n FROM (SELECT cluster || '' AS c FROM objects) \
+                       GROUP BY c) x \
+                 ON {on} = x.c GROUP BY o.cluster ORDER BY o.cluster"
+            )
+        };
+        let join = text(&rt, &ctx, &joined("o.cluster"));
+        assert_eq!(join, text(&rt, &ctx, &joined("o.cluster || ''")));
+        assert!(join.contains("| c2 "), "{join}");
+        let plan = text(&rt, &ctx, &format!("EXPLAIN {}", joined("o.cluster")));
+        assert!(plan.contains("mode=Partitioned"), "{plan}");
+    }
+}
