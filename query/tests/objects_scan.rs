@@ -41,6 +41,14 @@ fn store() -> (tempfile::TempDir, Arc<Store>) {
     (dir, Arc::new(store))
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn text(
     rt: &tokio::runtime::Runtime,
     ctx: &datafusion::prelude::SessionContext,
@@ -60,11 +68,7 @@ proptest! {
         ranges in proptest::collection::vec((0u32..72, 0u32..40), 6)
     ) {
         let (_dir, store) = store();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime();
         let ctx = rt.block_on(sql::session(store)).unwrap();
         for (from, len) in ranges {
             let at = |h: u32| format!("2026-11-{:02}T{:02}:00:00Z", 1 + h / 24, h % 24);
@@ -105,11 +109,7 @@ proptest! {
 #[test]
 fn a_scan_dealt_by_cluster_answers_as_a_repartitioned_one() {
     let (_dir, store) = store();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     for partitions in [2, 3, 5] {
         let ctx = rt.block_on(sql::session(store.clone())).unwrap();
         {

@@ -14,19 +14,17 @@ use annal_store::Store;
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{MetricsSet, Time};
+use datafusion::physical_expr::{Partitioning, PhysicalExpr};
+use datafusion::physical_plan::metrics::Time;
 use datafusion::physical_plan::repartition::BatchPartitioner;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
-};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+
+use super::estimated::Estimated;
 
 use crate::pushdown::EventBounds;
 use crate::QueryError;
@@ -113,7 +111,7 @@ pub(crate) fn plan(
         limit,
     )?);
     Ok(match partitioning {
-        Some(p) => Arc::new(HashPartitioned::new(scan, p)),
+        Some(p) => Estimated::partitioned(scan, p),
         None => scan,
     })
 }
@@ -152,75 +150,6 @@ fn by_hash(
     })?;
     let on = Arc::new(Column::new("cluster", at)) as Arc<dyn PhysicalExpr>;
     Ok(Some((dealt, Partitioning::Hash(vec![on], n))))
-}
-
-/// A scan whose partitions hold the rows a hash partitioning would.
-#[derive(Debug)]
-struct HashPartitioned {
-    scan: Arc<dyn ExecutionPlan>,
-    properties: Arc<PlanProperties>,
-}
-
-impl HashPartitioned {
-    fn new(scan: Arc<dyn ExecutionPlan>, partitioning: Partitioning) -> HashPartitioned {
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(scan.schema()),
-            partitioning,
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
-        HashPartitioned {
-            scan,
-            properties: Arc::new(properties),
-        }
-    }
-}
-
-impl DisplayAs for HashPartitioned {
-    fn fmt_as(&self, t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        self.scan.fmt_as(t, f)?;
-        write!(f, ", partitioning={}", self.properties.partitioning)
-    }
-}
-
-impl ExecutionPlan for HashPartitioned {
-    fn name(&self) -> &str {
-        self.scan.name()
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
-    }
-
-    fn apply_expressions(
-        &self,
-        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        self.scan.apply_expressions(f)
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        self.scan.execute(partition, context)
-    }
-
-    fn metrics(&self) -> Option<MetricsSet> {
-        self.scan.metrics()
-    }
 }
 
 /// One partition: its share of the clusters.

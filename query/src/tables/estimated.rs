@@ -7,6 +7,10 @@
 //! hashed and repartitioned) to probe 39 revocations. The tables know the
 //! counts (the column chunks count rows per cluster and type), so each
 //! scan carries an estimate, and the smaller side is built.
+//!
+//! A scan can also say how its rows are partitioned, when it deals them
+//! as DataFusion's hash repartitioning would (the object tables, by
+//! cluster: [`super::cluster_scan`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,7 +22,8 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Statistics;
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation,
 };
@@ -28,18 +33,40 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 
-/// `inner`, with about `rows` rows.
+/// `inner`, with about `rows` rows (`None`: not known), and partitioned
+/// as `properties` say.
 #[derive(Debug)]
 pub(crate) struct Estimated {
     inner: Arc<dyn ExecutionPlan>,
-    rows: usize,
+    rows: Option<usize>,
+    properties: Arc<PlanProperties>,
 }
 
 impl Estimated {
     pub(crate) fn wrap(inner: Arc<dyn ExecutionPlan>, rows: u64) -> Arc<dyn ExecutionPlan> {
         Arc::new(Estimated {
+            properties: inner.properties().clone(),
             inner,
-            rows: usize::try_from(rows).unwrap_or(usize::MAX),
+            rows: Some(usize::try_from(rows).unwrap_or(usize::MAX)),
+        })
+    }
+
+    /// `inner`, whose partitions hold the rows `partitioning` (a hash
+    /// partitioning) would give them; its size not known.
+    pub(crate) fn partitioned(
+        inner: Arc<dyn ExecutionPlan>,
+        partitioning: Partitioning,
+    ) -> Arc<dyn ExecutionPlan> {
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(inner.schema()),
+            partitioning,
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Arc::new(Estimated {
+            inner,
+            rows: None,
+            properties: Arc::new(properties),
         })
     }
 
@@ -53,6 +80,7 @@ impl Estimated {
         Arc::new(Estimated {
             inner,
             rows: self.rows,
+            properties: self.properties.clone(),
         })
     }
 }
@@ -75,7 +103,13 @@ fn row_bytes(schema: &SchemaRef) -> usize {
 impl DisplayAs for Estimated {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         self.inner.fmt_as(t, f)?;
-        write!(f, ", estimated_rows={}", self.rows)
+        if let Some(rows) = self.rows {
+            write!(f, ", estimated_rows={rows}")?;
+        }
+        if self.properties.partitioning != self.inner.properties().partitioning {
+            write!(f, ", partitioning={}", self.properties.partitioning)?;
+        }
+        Ok(())
     }
 }
 
@@ -85,7 +119,7 @@ impl ExecutionPlan for Estimated {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.inner.properties()
+        &self.properties
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
@@ -115,10 +149,7 @@ impl ExecutionPlan for Estimated {
     }
 
     fn reset_state(self: Arc<Self>) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(Estimated {
-            inner: self.inner.clone().reset_state()?,
-            rows: self.rows,
-        }))
+        Ok(self.rewrap(self.inner.clone().reset_state()?))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -137,12 +168,7 @@ impl ExecutionPlan for Estimated {
         let mut result =
             self.inner
                 .handle_child_pushdown_result(phase, child_pushdown_result, config)?;
-        result.updated_node = result.updated_node.map(|inner| {
-            Arc::new(Estimated {
-                inner,
-                rows: self.rows,
-            }) as Arc<dyn ExecutionPlan>
-        });
+        result.updated_node = result.updated_node.map(|inner| self.rewrap(inner));
         Ok(result)
     }
 
@@ -153,10 +179,9 @@ impl ExecutionPlan for Estimated {
     ) -> Result<Arc<Statistics>> {
         let schema = self.schema();
         let mut stats = Statistics::new_unknown(&schema);
-        if args.partition().is_none() {
-            stats.num_rows = Precision::Inexact(self.rows);
-            stats.total_byte_size =
-                Precision::Inexact(self.rows.saturating_mul(row_bytes(&schema)));
+        if let (None, Some(rows)) = (args.partition(), self.rows) {
+            stats.num_rows = Precision::Inexact(rows);
+            stats.total_byte_size = Precision::Inexact(rows.saturating_mul(row_bytes(&schema)));
         }
         Ok(Arc::new(stats))
     }
