@@ -459,8 +459,9 @@ impl<R: ChunkReader + Clone + 'static> TestedOnce<R> {
 pub(crate) struct Pread {
     file: Arc<fs::File>,
     len: u64,
-    /// Held while [`ChunkReader::get_bytes`] seeks and reads.
-    seek: std::sync::Mutex<()>,
+    /// Held while [`ChunkReader::get_bytes`] seeks and reads: shared by
+    /// every clone, as the file (and its position) is.
+    seek: Arc<std::sync::Mutex<()>>,
 }
 
 impl Clone for Pread {
@@ -468,7 +469,7 @@ impl Clone for Pread {
         Pread {
             file: self.file.clone(),
             len: self.len,
-            seek: std::sync::Mutex::new(()),
+            seek: self.seek.clone(),
         }
     }
 }
@@ -479,7 +480,7 @@ impl Pread {
         Pread {
             file: Arc::new(file),
             len,
-            seek: std::sync::Mutex::new(()),
+            seek: Arc::new(std::sync::Mutex::new(())),
         }
     }
 }

@@ -196,7 +196,10 @@ fn recompute() -> ReplaceChildrenOptions {
 /// The column of `schema` (position and name) that `expr` reads, as is or
 /// cast to text (which leaves each value as it was), if that column is
 /// text.
-fn text_column(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<(usize, String)> {
+pub(super) fn text_column(
+    expr: &Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+) -> Option<(usize, String)> {
     let text =
         |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
     if let Some(c) = expr.downcast_ref::<CastExpr>() {

@@ -31,7 +31,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, CastExpr, Column, DynamicFilterPhysicalExpr, InListExpr, Literal,
+    BinaryExpr, DynamicFilterPhysicalExpr, InListExpr, Literal,
 };
 use datafusion::physical_expr::ScalarFunctionExpr;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
@@ -351,18 +351,8 @@ fn allow(w: &mut Within, mut values: Vec<String>) {
 /// The sidecar text column `expr` reads, as is or cast to another text
 /// type (which leaves every value as it was).
 fn text_column(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<String> {
-    if let Some(cast) = expr.downcast_ref::<CastExpr>() {
-        let to_text = matches!(
-            cast.cast_type(),
-            datafusion::arrow::datatypes::DataType::Utf8
-                | datafusion::arrow::datatypes::DataType::Utf8View
-                | datafusion::arrow::datatypes::DataType::LargeUtf8
-        );
-        return to_text.then(|| text_column(cast.expr(), schema)).flatten();
-    }
-    let column = expr.downcast_ref::<Column>()?;
-    let name = schema.fields().get(column.index())?.name();
-    (name == column.name() && COLUMNS[TEXT].contains(&name.as_str())).then(|| name.clone())
+    let (_, name) = super::floors::text_column(expr, schema)?;
+    COLUMNS[TEXT].contains(&name.as_str()).then_some(name)
 }
 
 /// A literal's text (see [`text`]).
