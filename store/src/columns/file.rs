@@ -11,8 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::new_empty_array;
+use arrow_array::types::Int32Type;
 use arrow_array::{
-    Array, RecordBatch, RecordBatchOptions, RecordBatchReader, StringArray, UInt32Array,
+    Array, DictionaryArray, RecordBatch, RecordBatchOptions, RecordBatchReader, StringArray,
+    UInt32Array,
 };
 use arrow_cast::cast;
 use arrow_schema::{ArrowError, DataType, Field, Schema};
@@ -32,7 +34,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 
-use super::keep::Keep;
+use super::keep::{Answered, Keep};
 use super::{ChunkBatches, COLUMNS, NAME_HASH, SYNC_START};
 use crate::StoreError;
 
@@ -98,7 +100,8 @@ pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
 }
 
 /// `batch`'s rows ordered by type, then cluster (no cluster first), then
-/// log index: each (type, cluster) pair's rows are one run.
+/// principal (none first), then log index: each (type, cluster,
+/// principal) triple's rows are one run.
 ///
 /// Why: a scan of one cluster, or of one type, keeps 1% of a chunk's rows
 /// (a cluster of a hundred) or less. In log order those rows are spread
@@ -112,7 +115,13 @@ pub(crate) fn encode(batch: &RecordBatch) -> Result<Vec<u8>, StoreError> {
 ///
 /// The groups are also written in the footer ([`Groups`]), so that a read
 /// of one cluster or type selects its runs without reading `type` or
-/// `cluster` at all.
+/// `cluster` at all, and a test of the principal (`principal NOT LIKE
+/// 'system:%'`: what people did, not controllers) is one test per run,
+/// not a decode of every row's principal (a third of
+/// human-writes-per-day at 10M). A chunk whose rows have more than
+/// [`PRINCIPAL_RUNS`] triples (an audit log of many nodes, each its own
+/// principal) is grouped by type and cluster only, so that its footer
+/// stays small.
 fn grouped(batch: &RecordBatch) -> Result<(RecordBatch, Groups), StoreError> {
     let rank = |at: usize| -> Result<(Vec<u32>, Vec<Option<String>>), StoreError> {
         let strings = batch
@@ -140,20 +149,35 @@ fn grouped(batch: &RecordBatch) -> Result<(RecordBatch, Groups), StoreError> {
                 .collect(),
         ))
     };
-    let ((types, type_names), (clusters, cluster_names)) = (rank(TYPE)?, rank(CLUSTER)?);
+    let (types, type_names) = rank(TYPE)?;
+    let (clusters, cluster_names) = rank(CLUSTER)?;
+    let (principals, principal_names) = rank(PRINCIPAL)?;
+    let key = |i: u32| {
+        let i = i as usize;
+        (types[i], clusters[i], principals[i])
+    };
+    let triples: HashSet<(u32, u32, u32)> = (0..batch.num_rows() as u32).map(key).collect();
+    let by_principal = triples.len() <= PRINCIPAL_RUNS;
+    let key = |i: u32| {
+        let (t, c, p) = key(i);
+        (t, c, if by_principal { p } else { 0 })
+    };
     let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
     // Stable: log order within a group.
-    let key = |i: u32| (types[i as usize], clusters[i as usize]);
     order.sort_by_key(|&i| key(i));
     let mut runs: Vec<u32> = Vec::new();
+    let mut run_principals: Vec<u32> = Vec::new();
     let mut last = None;
     for &i in &order {
         match runs.last_mut() {
             Some(rows) if last == Some(key(i)) => *rows += 1,
             _ => {
-                let (t, c) = key(i);
+                let (t, c, p) = key(i);
                 runs.extend([t, c, 1]);
-                last = Some((t, c));
+                if by_principal {
+                    run_principals.push(p);
+                }
+                last = Some((t, c, p));
             }
         }
     }
@@ -164,10 +188,20 @@ fn grouped(batch: &RecordBatch) -> Result<(RecordBatch, Groups), StoreError> {
             .collect(),
         clusters: cluster_names,
         runs,
+        principals: match by_principal {
+            true => principal_names,
+            false => Vec::new(),
+        },
+        run_principals,
     };
     let batch = take_record_batch(batch, &UInt32Array::from(order)).map_err(corrupt)?;
     Ok((batch, groups))
 }
+
+/// Runs of (type, cluster, principal) a chunk's file may have at most
+/// (see [`grouped`]): the bench fleet's chunks have about 1,200 (a
+/// hundred clusters, three controllers and four people).
+const PRINCIPAL_RUNS: usize = 4096;
 
 /// Rows per data page.
 ///
@@ -183,36 +217,71 @@ const GROUPS: &str = "annal.groups";
 
 /// A file's groups of rows, in file order: `runs` holds, for each group,
 /// its type (a position in `types`), its cluster (in `clusters`) and its
-/// row count. Small: a chunk of the bench fleet (a hundred clusters) has
-/// four hundred groups, 4 KB of footer.
+/// row count; `run_principals`, when not empty, each group's principal
+/// (in `principals`). Small: a chunk of the bench fleet (a hundred
+/// clusters) has about 1,200 groups, 15 KB of footer.
+///
+/// Files written before the principal was a group's have neither
+/// `principals` nor `run_principals` (their groups are of type and
+/// cluster); a binary that predates them reads a newer file's groups as
+/// groups of type and cluster, which they still are.
 #[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Groups {
     pub(crate) types: Vec<String>,
     pub(crate) clusters: Vec<Option<String>>,
     pub(crate) runs: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) principals: Vec<Option<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) run_principals: Vec<u32>,
+}
+
+/// The groups a read keeps: which rows, and which of its bounds they
+/// answered.
+struct Selected {
+    selection: RowSelection,
+    answered: Answered,
+    /// Each kept group (a position in [`Groups::runs`] / 3) and its rows,
+    /// in file order.
+    kept: Vec<(usize, usize)>,
 }
 
 impl Groups {
-    /// The rows of the groups whose cluster and type `keep` keeps, as a
-    /// selection; `None` when `keep` bounds neither, or when the groups
-    /// do not describe `rows` rows (a run naming no type or cluster, or a
-    /// sum that differs): then the row filter decides, never the groups.
-    fn select(&self, keep: &Keep, rows: usize) -> Option<RowSelection> {
-        if !keep.bounds_groups() {
-            return None;
-        }
+    /// Whether each run is of one principal too.
+    fn by_principal(&self) -> bool {
+        !self.run_principals.is_empty() && self.run_principals.len() * 3 == self.runs.len()
+    }
+
+    /// The rows of the groups whose type, cluster and (where the groups
+    /// name it) principal `keep` keeps, as a selection; `None` when the
+    /// groups do not describe `rows` rows (a run naming no type, cluster
+    /// or principal, or a sum that differs): then the row filter decides,
+    /// never the groups.
+    fn select(&self, keep: &Keep, rows: usize) -> Option<Selected> {
+        let principal = self.by_principal() && keep.bounds_principal();
         let mut selectors: Vec<RowSelector> = Vec::new();
+        let mut kept = Vec::new();
         let mut total = 0usize;
-        for run in self.runs.chunks_exact(3) {
+        for (i, run) in self.runs.chunks_exact(3).enumerate() {
             let (ty, cluster) = (
                 self.types.get(run[0] as usize)?,
                 self.clusters.get(run[1] as usize)?,
             );
-            let wanted = keep.keeps_group(ty, cluster.as_deref());
+            let named = match principal {
+                true => {
+                    let at = *self.run_principals.get(i)? as usize;
+                    Some(self.principals.get(at)?.as_deref())
+                }
+                false => None,
+            };
+            let wanted = keep.keeps_group(ty, cluster.as_deref(), named);
             let n = run[2] as usize;
             total += n;
             let selector = match wanted {
-                true => RowSelector::select(n),
+                true => {
+                    kept.push((i, n));
+                    RowSelector::select(n)
+                }
                 false => RowSelector::skip(n),
             };
             match selectors.last_mut() {
@@ -220,13 +289,54 @@ impl Groups {
                 _ => selectors.push(selector),
             }
         }
-        (total == rows).then(|| selectors.into())
+        (total == rows).then(|| Selected {
+            selection: selectors.into(),
+            answered: Answered {
+                groups: true,
+                principal,
+            },
+            kept,
+        })
+    }
+
+    /// Column `column` (a position in [`COLUMNS`]) of the rows of the
+    /// groups `kept`, from the groups alone: `type` and `cluster` always,
+    /// `principal` when each group is of one. As a dictionary whose keys
+    /// are null where the value is.
+    fn column(&self, column: usize, kept: &[(usize, usize)]) -> Option<Arc<dyn Array>> {
+        // The column's values, and each run's (a position in them).
+        let (names, of): (Vec<Option<&str>>, Vec<u32>) = match column {
+            TYPE => (
+                self.types.iter().map(|t| Some(t.as_str())).collect(),
+                self.runs.iter().step_by(3).copied().collect(),
+            ),
+            CLUSTER => (
+                self.clusters.iter().map(|c| c.as_deref()).collect(),
+                self.runs.iter().skip(1).step_by(3).copied().collect(),
+            ),
+            PRINCIPAL if self.by_principal() => (
+                self.principals.iter().map(|p| p.as_deref()).collect(),
+                self.run_principals.clone(),
+            ),
+            _ => return None,
+        };
+        let mut keys: Vec<Option<i32>> = Vec::with_capacity(kept.iter().map(|k| k.1).sum());
+        for &(i, n) in kept {
+            let at = *of.get(i)? as usize;
+            let key = names.get(at)?.map(|_| at as i32);
+            keys.extend(std::iter::repeat_n(key, n));
+        }
+        let values = StringArray::from_iter_values(names.iter().map(|v| v.unwrap_or_default()));
+        let keys = arrow_array::Int32Array::from(keys);
+        let dictionary = DictionaryArray::<Int32Type>::try_new(keys, Arc::new(values)).ok()?;
+        Some(Arc::new(dictionary))
     }
 }
 
-/// Where `type` and `cluster` are in [`COLUMNS`].
+/// Where `type`, `cluster` and `principal` are in [`COLUMNS`].
 const TYPE: usize = 3;
 const CLUSTER: usize = 4;
+const PRINCIPAL: usize = 6;
 
 /// The first columns, stored as deltas: `index`, `recorded_at`.
 const DELTAS: usize = 2;
@@ -297,9 +407,20 @@ pub(crate) fn decode<R: ChunkReader + Clone + 'static>(
     // A grouped file's runs answer the cluster and type bounds; the row
     // filter tests the rest.
     let rows = metadata.metadata().file_metadata().num_rows() as usize;
-    let selection = footer.groups.as_ref().and_then(|g| g.select(keep, rows));
-    let grouped = selection.is_some();
-    let mut tests = keep.tests(grouped);
+    let selected = footer.groups.as_ref().and_then(|g| g.select(keep, rows));
+    let answered = selected.as_ref().map(|s| s.answered).unwrap_or_default();
+    let mut tests = keep.tests(answered);
+    if let (true, Some(groups), Some(s)) = (tests.is_empty(), &footer.groups, &selected) {
+        let given: Vec<(usize, Arc<dyn Array>)> = columns
+            .iter()
+            .filter_map(|&c| groups.column(c, &s.kept).map(|a| (c, a)))
+            .collect();
+        if !given.is_empty() {
+            let selection = s.selection.clone();
+            return given_by_groups(source, metadata, selection, columns, given);
+        }
+    }
+    let selection = selected.map(|s| s.selection);
     if let [(tested, _)] = tests[..] {
         if columns.contains(&tested) {
             let test = tests.pop().map(|(_, t)| t);
@@ -317,7 +438,7 @@ pub(crate) fn decode<R: ChunkReader + Clone + 'static>(
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
     let schema = builder.parquet_schema();
     let mask = ProjectionMask::roots(schema, columns.iter().copied());
-    let filter = keep.row_filter(schema, grouped);
+    let filter = keep.row_filter(schema, answered);
     let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
     let builder = match selection {
         Some(s) => builder.with_row_selection(s),
@@ -331,6 +452,120 @@ pub(crate) fn decode<R: ChunkReader + Clone + 'static>(
     Ok(Box::new(reader.map(|b| {
         b.map_err(corrupt).and_then(|b| views(&b).map_err(corrupt))
     })))
+}
+
+/// A read whose every bound the groups answered: the columns the groups
+/// say (`given`: `type`, `cluster`, and `principal` where each group is of
+/// one) are built from them, and only the others are decoded, for the
+/// rows `selection` keeps.
+///
+/// Why: `principal NOT LIKE 'system:%'` over `type IN (...)` (what people
+/// did) keeps a few rows of each group, and the principal of each of them
+/// is its group's; decoding the column to return it read every key of
+/// the pages those rows are in.
+fn given_by_groups<R: ChunkReader + Clone + 'static>(
+    source: R,
+    metadata: ArrowReaderMetadata,
+    selection: RowSelection,
+    columns: &[usize],
+    given: Vec<(usize, Arc<dyn Array>)>,
+) -> Result<ChunkBatches, StoreError> {
+    let mut order: Vec<usize> = columns.to_vec();
+    order.sort_unstable();
+    order.dedup();
+    let rows = given.first().map_or(0, |(_, a)| a.len());
+    if rows == 0 {
+        return Ok(Box::new(std::iter::empty()));
+    }
+    let file = metadata.schema().clone();
+    let field = |c: usize, a: &dyn Array| -> Result<Field, StoreError> {
+        let f = file
+            .fields()
+            .get(c)
+            .ok_or_else(|| corrupt("a column missing"))?;
+        Ok(Field::new(f.name(), a.data_type().clone(), f.is_nullable()))
+    };
+    let others: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|c| given.iter().all(|(g, _)| g != c))
+        .collect();
+    // Each output column: given (an array of every kept row) or read (its
+    // place in the batches read).
+    let (mut fields, mut parts) = (Vec::new(), Vec::new());
+    for &c in &order {
+        match given.iter().find(|(g, _)| *g == c) {
+            Some((_, a)) => {
+                fields.push(field(c, a.as_ref())?);
+                parts.push(Ok(a.clone()));
+            }
+            None => {
+                let at = others.iter().position(|o| *o == c).unwrap_or(0);
+                let f = file
+                    .fields()
+                    .get(c)
+                    .ok_or_else(|| corrupt("a column missing"))?;
+                fields.push(f.as_ref().clone());
+                parts.push(Err(at));
+            }
+        }
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = move |from: usize, read: Option<RecordBatch>| -> Result<RecordBatch, StoreError> {
+        let n = read
+            .as_ref()
+            .map_or(BATCH_ROWS.min(rows - from), |b| b.num_rows());
+        if from + n > rows {
+            return Err(corrupt("more rows than the groups keep"));
+        }
+        let arrays = parts
+            .iter()
+            .map(|p| match (p, &read) {
+                (Ok(a), _) => Ok(a.slice(from, n)),
+                (Err(at), Some(b)) => Ok(b.column(*at).clone()),
+                (Err(_), None) => Err(corrupt("a column not read")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(n));
+        let b =
+            RecordBatch::try_new_with_options(schema.clone(), arrays, &options).map_err(corrupt)?;
+        views(&b).map_err(corrupt)
+    };
+    if others.is_empty() {
+        let batches: Vec<_> = (0..rows)
+            .step_by(BATCH_ROWS)
+            .map(|from| batch(from, None))
+            .collect();
+        return Ok(Box::new(batches.into_iter()));
+    }
+    let read = projected(source, metadata, others, Some(selection))?;
+    let mut from = 0;
+    Ok(Box::new(read.map(move |b| {
+        let b = b.map_err(corrupt)?;
+        let n = b.num_rows();
+        let out = batch(from, Some(b));
+        from += n;
+        out
+    })))
+}
+
+/// A reader of `columns` (positions in the file) of the rows `selection`
+/// keeps (all, when `None`).
+fn projected<R: ChunkReader + Clone + 'static>(
+    source: R,
+    metadata: ArrowReaderMetadata,
+    columns: impl IntoIterator<Item = usize>,
+    selection: Option<RowSelection>,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, StoreError> {
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
+    let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
+    let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+    match selection {
+        Some(s) => builder.with_row_selection(s),
+        None => builder,
+    }
+    .build()
+    .map_err(corrupt)
 }
 
 /// A chunk read whose row filter tests one column that the read also
@@ -355,18 +590,12 @@ impl<R: ChunkReader + Clone + 'static> TestedOnce<R> {
         columns: impl IntoIterator<Item = usize>,
         selection: Option<RowSelection>,
     ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, StoreError> {
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+        projected(
             self.source.clone(),
             self.metadata.clone(),
-        );
-        let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
-        let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
-        match selection {
-            Some(s) => builder.with_row_selection(s),
-            None => builder,
-        }
-        .build()
-        .map_err(corrupt)
+            columns,
+            selection,
+        )
     }
 
     /// The rows of `columns` (positions in the file, any order) whose
@@ -620,6 +849,7 @@ mod tests {
             types: vec!["a".into(), "b".into()],
             clusters: vec![None, Some("c1".into())],
             runs,
+            ..Groups::default()
         }
     }
 
@@ -631,20 +861,28 @@ mod tests {
         }
     }
 
-    /// The runs a bound keeps are selected, the others skipped; groups
-    /// that do not describe the file select nothing (the row filter
-    /// decides), and neither does a read with no cluster or type bound.
+    /// The runs a bound keeps are selected, the others skipped (a read
+    /// with no cluster or type bound keeps them all); groups that do not
+    /// describe the file select nothing (the row filter decides).
     #[test]
     fn groups_select_their_runs_only_when_they_describe_the_file() {
         let g = groups(vec![0, 0, 2, 0, 1, 3, 1, 1, 4]);
-        let rows = |s: RowSelection| s.iter().map(|r| (r.skip, r.row_count)).collect::<Vec<_>>();
+        let rows = |s: Selected| {
+            s.selection
+                .iter()
+                .map(|r| (r.skip, r.row_count))
+                .collect::<Vec<_>>()
+        };
         let by_cluster = g.select(&keep(Some("c1"), None), 9).unwrap();
         assert_eq!(rows(by_cluster), vec![(true, 2), (false, 7)]);
         let by_type = g.select(&keep(None, Some(&["a"])), 9).unwrap();
         assert_eq!(rows(by_type), vec![(false, 5), (true, 4)]);
         let both = g.select(&keep(Some("c1"), Some(&["b"])), 9).unwrap();
         assert_eq!(rows(both), vec![(true, 5), (false, 4)]);
-        assert!(g.select(&keep(None, None), 9).is_none());
+        assert_eq!(
+            rows(g.select(&keep(None, None), 9).unwrap()),
+            vec![(false, 9)]
+        );
         assert!(
             g.select(&keep(Some("c1"), None), 8).is_none(),
             "sum differs"
@@ -666,9 +904,8 @@ mod tests {
         assert_eq!(rows(above.unwrap()), vec![(true, 9)]);
         let types = g.select(&within("type", None, Some("b")), 9);
         assert_eq!(rows(types.unwrap()), vec![(true, 5), (false, 4)]);
-        assert!(g
-            .select(&within("credential", Some(&["x"]), None), 9)
-            .is_none());
+        let other = g.select(&within("credential", Some(&["x"]), None), 9);
+        assert_eq!(rows(other.unwrap()), vec![(false, 9)]);
         let unnamed = groups(vec![0, 0, 2, 2, 1, 7]);
         assert!(unnamed.select(&keep(Some("c1"), None), 9).is_none());
     }

@@ -100,11 +100,15 @@ impl Keep {
     /// The reader's row filter: the most selective column first (a name
     /// is one object's; a cluster one of many; a type one of a dozen; a
     /// time bound that reaches into a chunk cuts it once).
-    /// `grouped`: the rows were already selected by cluster and type (a
-    /// grouped file's runs), so those are not tested again.
-    pub(crate) fn row_filter(&self, schema: &SchemaDescriptor, grouped: bool) -> Option<RowFilter> {
+    /// `answered`: what a grouped file's runs already selected (those
+    /// bounds are not tested again).
+    pub(crate) fn row_filter(
+        &self,
+        schema: &SchemaDescriptor,
+        answered: Answered,
+    ) -> Option<RowFilter> {
         let predicates: Vec<Box<dyn ArrowPredicate>> = self
-            .tests(grouped)
+            .tests(answered)
             .into_iter()
             .map(|(at, test)| -> Box<dyn ArrowPredicate> {
                 let mask = ProjectionMask::roots(schema, [at]);
@@ -121,29 +125,44 @@ impl Keep {
             || self.within.iter().any(|w| w.column == name)
     }
 
-    /// Whether a row with this `type` and `cluster` can be kept by the
-    /// type and cluster bounds (a grouped file's runs are selected by it).
-    pub(crate) fn keeps_group(&self, ty: &str, cluster: Option<&str>) -> bool {
+    /// Whether a row with this `type`, `cluster` and (when the group
+    /// names one: `Some`) `principal` can be kept by the bounds on them (a
+    /// grouped file's runs are selected by it).
+    pub(crate) fn keeps_group(
+        &self,
+        ty: &str,
+        cluster: Option<&str>,
+        principal: Option<Option<&str>>,
+    ) -> bool {
         self.cluster.as_deref().is_none_or(|k| cluster == Some(k))
             && self
                 .types
                 .as_ref()
                 .is_none_or(|k| k.iter().any(|t| t == ty))
-            && self.within.iter().all(|w| match w.column.as_str() {
-                "type" => w.admits(ty),
-                "cluster" => cluster.is_some_and(|c| w.admits(c)),
-                _ => true,
-            })
-    }
-
-    /// Whether it bounds `type` or `cluster` at all.
-    pub(crate) fn bounds_groups(&self) -> bool {
-        self.cluster.is_some()
-            || self.types.is_some()
-            || self
+            && self
                 .within
                 .iter()
-                .any(|w| w.column == "type" || w.column == "cluster")
+                .all(|w| match (w.column.as_str(), principal) {
+                    ("type", _) => w.admits(ty),
+                    ("cluster", _) => cluster.is_some_and(|c| w.admits(c)),
+                    ("principal", Some(p)) => p.is_some_and(|p| w.admits(p)),
+                    _ => true,
+                })
+            && self
+                .prefixes
+                .iter()
+                .all(|x| match (x.column.as_str(), principal) {
+                    ("principal", Some(p)) => {
+                        p.is_some_and(|p| p.starts_with(&x.prefix) != x.negated)
+                    }
+                    _ => true,
+                })
+    }
+
+    /// Whether it bounds `principal` (a file grouped by principal too
+    /// answers that from its runs).
+    pub(crate) fn bounds_principal(&self) -> bool {
+        self.tests_text(PRINCIPAL)
     }
 
     /// The rows of `batch` (every sidecar column, in [`COLUMNS`] order)
@@ -153,7 +172,7 @@ impl Keep {
     /// type filters are exact).
     pub(crate) fn apply(&self, batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
         let mut keep: Option<BooleanArray> = None;
-        for (at, test) in self.tests(false) {
+        for (at, test) in self.tests(Answered::default()) {
             // A null (no value) is not kept.
             let hit = test(batch.column(at))?;
             let hit = match hit.nulls() {
@@ -172,8 +191,12 @@ impl Keep {
     }
 
     /// Each bound as (column position, test of that column), without the
-    /// cluster and type bounds when `grouped`; a null never passes.
-    pub(crate) fn tests(&self, grouped: bool) -> Vec<(usize, Test)> {
+    /// ones `answered` says a file's runs answered; a null never passes.
+    pub(crate) fn tests(&self, answered: Answered) -> Vec<(usize, Test)> {
+        let Answered {
+            groups: grouped,
+            principal,
+        } = answered;
         let mut tests: Vec<(usize, Test)> = Vec::new();
         if let Some(name) = &self.name {
             let hash = super::name::hash(name);
@@ -190,7 +213,9 @@ impl Keep {
             tests.push((position("cluster"), strings(move |v| v == cluster)));
         }
         for w in &self.within {
-            if grouped && (w.column == "type" || w.column == "cluster") {
+            if grouped && (w.column == "type" || w.column == "cluster")
+                || principal && w.column == PRINCIPAL
+            {
                 continue;
             }
             let w = w.clone();
@@ -201,6 +226,9 @@ impl Keep {
             }
         }
         for p in &self.prefixes {
+            if principal && p.column == PRINCIPAL {
+                continue;
+            }
             let Prefix {
                 column,
                 prefix,
@@ -236,6 +264,19 @@ impl Keep {
         tests
     }
 }
+
+/// What a grouped file's runs answered of a read's bounds, which its row
+/// filter then does not test.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Answered {
+    /// The `cluster` and `type` bounds (the runs' groups).
+    pub(crate) groups: bool,
+    /// The `principal` bounds (runs of one principal each).
+    pub(crate) principal: bool,
+}
+
+/// The text column a file's runs may be grouped by, after type and cluster.
+pub(crate) const PRINCIPAL: &str = "principal";
 
 /// A test of one column's values.
 pub(crate) type Test = Box<dyn Fn(&dyn Array) -> Result<BooleanArray, ArrowError> + Send + 'static>;

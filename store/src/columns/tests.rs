@@ -51,10 +51,12 @@ fn event(n: u64) -> Envelope {
             "cluster":"{cluster}","data":{{"agent":"a"}}}}"#,
             1 + n % 9
         ),
+        // People and controllers write objects; groups are of one each.
         2 => format!(
             r#"{{"schema":"annal.event/v1","id":"e{n}","type":"object.observed","time":"2026-11-01T09:00:00Z",
-            "cluster":"{cluster}","actor":{{"principal":"alice","impersonated":"bob","field_manager":"kubectl"}},
-            "data":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"m{n}","namespace":"d"}},"app":"not-an-app"}}}}"#
+            "cluster":"{cluster}","actor":{{"principal":"{}","impersonated":"bob","field_manager":"kubectl"}},
+            "data":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"m{n}","namespace":"d"}},"app":"not-an-app"}}}}"#,
+            ["alice", "system:node:n1", "system:kcm", "bob"][(n / 4 % 4) as usize]
         ),
         _ => format!(
             r#"{{"schema":"annal.event/v1","id":"e{n}","type":"controlplane.fenced","time":"2026-10-31T23:59:59Z",
@@ -162,12 +164,12 @@ fn in_chunks_keeping(store: &Store, keep: &Keep) -> (Vec<Model>, u64) {
             .unwrap()
             .expect("intact");
         let mut read: Vec<Model> = batches.flat_map(|b| models(&b.unwrap())).collect();
-        // A file groups its rows by type, then cluster, in log order
-        // within a group.
-        let key = |r: &Model| (r.3.clone(), r.4[0].clone(), r.0);
+        // A file groups its rows by type, then cluster, then principal,
+        // in log order within a group.
+        let key = |r: &Model| (r.3.clone(), r.4[0].clone(), r.4[2].clone(), r.0);
         assert!(
             read.windows(2).all(|w| key(&w[0]) < key(&w[1])),
-            "chunk {} is not grouped by type and cluster",
+            "chunk {} is not grouped by type, cluster and principal",
             chunk.start
         );
         read.sort_by_key(|r| r.0);
@@ -369,6 +371,8 @@ fn within() -> impl Strategy<Value = super::Within> {
         "c2",
         "c3",
         "alice",
+        "system:node:n1",
+        "system:kcm",
         "fp1",
         "fp16",
         "fp40",
@@ -417,7 +421,17 @@ fn prefix() -> impl Strategy<Value = super::Prefix> {
             "sync_phase",
         ]),
         proptest::sample::select(vec![
-            "", "a", "al", "alice", "fp1", "argocd:", "object.", "c1", "zz",
+            "",
+            "a",
+            "al",
+            "alice",
+            "fp1",
+            "argocd:",
+            "object.",
+            "c1",
+            "zz",
+            "system:",
+            "system:node:",
         ]),
         proptest::bool::ANY,
     )
@@ -484,13 +498,15 @@ fn filled(rows: u64, events: u64) -> (tempfile::TempDir, Store) {
 }
 
 /// Each file's footer names its groups, and they are its rows: every
-/// run's rows have its type and cluster, the runs ordered and adding up
-/// to the file (a read of one cluster selects rows by them alone).
+/// run's rows have its type, cluster and principal, the runs ordered and
+/// adding up to the file (a read of one cluster selects rows by them
+/// alone).
 #[test]
-fn a_files_groups_are_its_runs_of_type_and_cluster() {
+fn a_files_groups_are_its_runs_of_type_cluster_and_principal() {
     let (dir, store) = filled(16, 90);
     let chunks = store.column_chunks().unwrap();
     assert_eq!(chunks.len(), 5);
+    let mut principals = std::collections::BTreeSet::new();
     for chunk in chunks {
         let bytes =
             bytes::Bytes::from(std::fs::read(chunk.path(&dir.path().join("columns"))).unwrap());
@@ -504,25 +520,32 @@ fn a_files_groups_are_its_runs_of_type_and_cluster() {
                 let a = b.column(c).as_string::<i32>();
                 a.is_valid(i).then(|| a.value(i).to_string())
             };
-            rows.extend((0..b.num_rows()).map(|i| (text(3, i).unwrap(), text(4, i))));
+            rows.extend((0..b.num_rows()).map(|i| (text(3, i).unwrap(), text(4, i), text(6, i))));
         }
+        assert_eq!(groups.run_principals.len() * 3, groups.runs.len());
         let mut at = 0;
         let mut last = None;
-        for run in groups.runs.chunks_exact(3) {
+        for (i, run) in groups.runs.chunks_exact(3).enumerate() {
             let key = (
                 groups.types[run[0] as usize].clone(),
                 groups.clusters[run[1] as usize].clone(),
+                groups.principals[groups.run_principals[i] as usize].clone(),
             );
             assert!(last.as_ref().is_none_or(|l| *l < key), "runs in order");
             let n = run[2] as usize;
             assert!(n > 0);
             assert!(rows[at..at + n].iter().all(|r| *r == key), "{key:?}");
+            principals.insert(key.2.clone());
             at += n;
             last = Some(key);
         }
         assert_eq!(at, rows.len());
         assert_eq!(at as u64, chunk.rows);
     }
+    assert!(
+        principals.len() >= 4,
+        "people, controllers and none: {principals:?}"
+    );
 }
 
 #[test]
@@ -733,4 +756,51 @@ fn a_held_chunk_is_read_as_it_was_checked() {
     assert_eq!(after, Some(before));
     let (read, _, _, _) = cut_second(false);
     assert_eq!(read, None, "a store that holds nothing reads the cut file");
+}
+
+/// Every bound on the principal, answered by a file's runs of one
+/// principal each (the principal column then comes from the runs, not
+/// the file), keeps the rows the leaves say, alone and beside a type
+/// bound (human-writes-per-day's read).
+#[test]
+fn principal_bounds_answered_by_the_groups_keep_what_the_leaves_say() {
+    let (_dir, store) = filled(16, 90);
+    let (all, _) = in_chunks(&store);
+    let prefix = |prefix: &str, negated| super::Prefix {
+        column: "principal".into(),
+        prefix: prefix.into(),
+        negated,
+    };
+    let within = |values: &[&str]| super::Within {
+        column: "principal".into(),
+        values: Some(values.iter().map(|v| v.to_string()).collect()),
+        min: None,
+        max: None,
+    };
+    let mut keeps = Vec::new();
+    for types in [None, Some(vec!["object.observed".to_string()])] {
+        for p in [
+            prefix("system:", true),
+            prefix("system:", false),
+            prefix("alice", false),
+            prefix("zz", true),
+        ] {
+            keeps.push(Keep {
+                types: types.clone(),
+                prefixes: vec![p],
+                ..Keep::default()
+            });
+        }
+        keeps.push(Keep {
+            types: types.clone(),
+            within: vec![within(&["bob", "system:kcm"])],
+            ..Keep::default()
+        });
+    }
+    for keep in keeps {
+        let want: Vec<Model> = all.iter().filter(|r| kept(&keep, r)).cloned().collect();
+        assert!(!want.is_empty(), "{keep:?}");
+        let (got, _) = in_chunks_keeping(&store, &keep);
+        assert_eq!(got, want, "{keep:?}");
+    }
 }
