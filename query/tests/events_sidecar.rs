@@ -4,6 +4,10 @@
 //! through a filter the store cannot push down) is always answered from
 //! the leaves, so it is the reference.
 
+mod support;
+
+use support::runtime;
+
 use std::sync::Arc;
 
 use annal_query::sql;
@@ -95,14 +99,6 @@ fn envelope(n: usize, e: &Ev) -> Envelope {
         v["source"] = json!("test");
     }
     Envelope::from_value(v).unwrap()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn ledger(events: &[Ev], chunk_rows: u64, batch: usize) -> (tempfile::TempDir, Arc<Store>) {

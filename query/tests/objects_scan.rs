@@ -5,6 +5,10 @@
 //! same query with nothing pushed down (a computed `valid_from` and a
 //! filter on `uid` defeat both).
 
+mod support;
+
+use support::runtime;
+
 use std::sync::Arc;
 
 use annal_query::sql;
@@ -39,14 +43,6 @@ fn store() -> (tempfile::TempDir, Arc<Store>) {
         .collect();
     store.append(events).unwrap();
     (dir, Arc::new(store))
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn text(

@@ -4,6 +4,10 @@
 //! over its memory or time limit fails cleanly and gives its memory back.
 //! See: issue 17 (a read token could write files through COPY ... TO).
 
+mod support;
+
+use support::runtime;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,14 +31,6 @@ fn store() -> (tempfile::TempDir, Arc<Store>) {
         .collect();
     store.append(events).unwrap();
     (dir, Arc::new(store))
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

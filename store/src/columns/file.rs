@@ -23,8 +23,8 @@ use arrow_select::filter::{filter, prep_null_mask_filter};
 use arrow_select::take::take_record_batch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelector,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter,
+    RowSelection, RowSelector,
 };
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -435,20 +435,8 @@ pub(crate) fn decode<R: ChunkReader + Clone + 'static>(
             };
         }
     }
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
-    let schema = builder.parquet_schema();
-    let mask = ProjectionMask::roots(schema, columns.iter().copied());
-    let filter = keep.row_filter(schema, answered);
-    let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
-    let builder = match selection {
-        Some(s) => builder.with_row_selection(s),
-        None => builder,
-    };
-    let reader = match filter {
-        Some(f) => builder.with_row_filter(f).build(),
-        None => builder.build(),
-    }
-    .map_err(corrupt)?;
+    let filter = keep.row_filter(metadata.parquet_schema(), answered);
+    let reader = projected(source, metadata, columns.iter().copied(), selection, filter)?;
     Ok(Box::new(reader.map(|b| {
         b.map_err(corrupt).and_then(|b| views(&b).map_err(corrupt))
     })))
@@ -478,12 +466,10 @@ fn given_by_groups<R: ChunkReader + Clone + 'static>(
         return Ok(Box::new(std::iter::empty()));
     }
     let file = metadata.schema().clone();
-    let field = |c: usize, a: &dyn Array| -> Result<Field, StoreError> {
-        let f = file
-            .fields()
+    let field = |c: usize| {
+        file.fields()
             .get(c)
-            .ok_or_else(|| corrupt("a column missing"))?;
-        Ok(Field::new(f.name(), a.data_type().clone(), f.is_nullable()))
+            .ok_or_else(|| corrupt("a column missing"))
     };
     let others: Vec<usize> = order
         .iter()
@@ -496,17 +482,13 @@ fn given_by_groups<R: ChunkReader + Clone + 'static>(
     for &c in &order {
         match given.iter().find(|(g, _)| *g == c) {
             Some((_, a)) => {
-                fields.push(field(c, a.as_ref())?);
+                let f = field(c)?;
+                fields.push(Field::new(f.name(), a.data_type().clone(), f.is_nullable()));
                 parts.push(Ok(a.clone()));
             }
             None => {
-                let at = others.iter().position(|o| *o == c).unwrap_or(0);
-                let f = file
-                    .fields()
-                    .get(c)
-                    .ok_or_else(|| corrupt("a column missing"))?;
-                fields.push(f.as_ref().clone());
-                parts.push(Err(at));
+                fields.push(field(c)?.as_ref().clone());
+                parts.push(Err(others.iter().position(|o| *o == c).unwrap_or(0)));
             }
         }
     }
@@ -538,7 +520,7 @@ fn given_by_groups<R: ChunkReader + Clone + 'static>(
             .collect();
         return Ok(Box::new(batches.into_iter()));
     }
-    let read = projected(source, metadata, others, Some(selection))?;
+    let read = projected(source, metadata, others, Some(selection), None)?;
     let mut from = 0;
     Ok(Box::new(read.map(move |b| {
         let b = b.map_err(corrupt)?;
@@ -550,18 +532,23 @@ fn given_by_groups<R: ChunkReader + Clone + 'static>(
 }
 
 /// A reader of `columns` (positions in the file) of the rows `selection`
-/// keeps (all, when `None`).
+/// keeps (all, when `None`) and `filter` passes (all, when `None`).
 fn projected<R: ChunkReader + Clone + 'static>(
     source: R,
     metadata: ArrowReaderMetadata,
     columns: impl IntoIterator<Item = usize>,
     selection: Option<RowSelection>,
+    filter: Option<RowFilter>,
 ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, StoreError> {
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
     let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
     let builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
-    match selection {
+    let builder = match selection {
         Some(s) => builder.with_row_selection(s),
+        None => builder,
+    };
+    match filter {
+        Some(f) => builder.with_row_filter(f),
         None => builder,
     }
     .build()
@@ -595,6 +582,7 @@ impl<R: ChunkReader + Clone + 'static> TestedOnce<R> {
             self.metadata.clone(),
             columns,
             selection,
+            None,
         )
     }
 
