@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::new_empty_array;
 use arrow_array::types::Int32Type;
@@ -259,22 +259,34 @@ impl Groups {
     /// never the groups.
     fn select(&self, keep: &Keep, rows: usize) -> Option<Selected> {
         let principal = self.by_principal() && keep.bounds_principal();
+        // Each distinct type, cluster and principal tested once; a run is
+        // then three lookups (a file has about a thousand runs over a
+        // few dozen values: testing each run's strings was a tenth of a
+        // one-cluster read at 10M).
+        let types: Vec<bool> = self.types.iter().map(|t| keep.keeps_type(t)).collect();
+        let clusters: Vec<bool> = self
+            .clusters
+            .iter()
+            .map(|c| keep.keeps_cluster(c.as_deref()))
+            .collect();
+        let principals: Vec<bool> = match principal {
+            true => self
+                .principals
+                .iter()
+                .map(|p| keep.keeps_principal(p.as_deref()))
+                .collect(),
+            false => Vec::new(),
+        };
         let mut selectors: Vec<RowSelector> = Vec::new();
         let mut kept = Vec::new();
         let mut total = 0usize;
         for (i, run) in self.runs.chunks_exact(3).enumerate() {
-            let (ty, cluster) = (
-                self.types.get(run[0] as usize)?,
-                self.clusters.get(run[1] as usize)?,
-            );
-            let named = match principal {
-                true => {
-                    let at = *self.run_principals.get(i)? as usize;
-                    Some(self.principals.get(at)?.as_deref())
-                }
-                false => None,
-            };
-            let wanted = keep.keeps_group(ty, cluster.as_deref(), named);
+            let wanted = *types.get(run[0] as usize)?
+                && *clusters.get(run[1] as usize)?
+                && match principal {
+                    true => *principals.get(*self.run_principals.get(i)? as usize)?,
+                    false => true,
+                };
             let n = run[2] as usize;
             total += n;
             let selector = match wanted {
@@ -382,28 +394,7 @@ pub(crate) fn decode<R: ChunkReader + Clone + 'static>(
     columns: &[usize],
     keep: &Keep,
 ) -> Result<ChunkBatches, StoreError> {
-    let plain = &footer.metadata;
-    let fields: Vec<Field> = plain
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| match f.data_type() {
-            DataType::Utf8
-                if DICTIONARY_READ.contains(&f.name().as_str()) || keep.tests_text(f.name()) =>
-            {
-                Field::new(
-                    f.name(),
-                    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
-                    f.is_nullable(),
-                )
-            }
-            DataType::Utf8 => Field::new(f.name(), DataType::Utf8View, f.is_nullable()),
-            _ => f.as_ref().clone(),
-        })
-        .collect();
-    let options = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
-    let metadata =
-        ArrowReaderMetadata::try_new(plain.metadata().clone(), options).map_err(corrupt)?;
+    let metadata = footer.read_as(keep)?;
     // A grouped file's runs answer the cluster and type bounds; the row
     // filter tests the rest.
     let rows = metadata.metadata().file_metadata().num_rows() as usize;
@@ -766,6 +757,11 @@ impl Read for At {
 pub(crate) struct Footer {
     metadata: ArrowReaderMetadata,
     groups: Option<Arc<Groups>>,
+    /// The metadata with the Arrow schema a read decodes to, for each set
+    /// of string columns read as dictionaries (a bit per column) asked
+    /// for so far: building it for every read of every file was a tenth
+    /// of a one-cluster read at 10M. Reads ask for a handful of sets.
+    read_as: Arc<Mutex<Vec<(u64, ArrowReaderMetadata)>>>,
 }
 
 impl Footer {
@@ -774,9 +770,60 @@ impl Footer {
         let located = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
         let metadata = ArrowReaderMetadata::load(source, located).map_err(corrupt)?;
         let groups = groups(metadata.metadata()).map(Arc::new);
-        Ok(Footer { metadata, groups })
+        Ok(Footer {
+            metadata,
+            groups,
+            read_as: Arc::default(),
+        })
+    }
+
+    /// The metadata for a read by `keep`: string columns come out as
+    /// `Utf8View`, except [`DICTIONARY_READ`]'s and those `keep` tests,
+    /// which come out as dictionaries (see [`decode`]).
+    fn read_as(&self, keep: &Keep) -> Result<ArrowReaderMetadata, StoreError> {
+        let plain = self.metadata.schema();
+        let dictionary = |f: &Field| {
+            f.data_type() == &DataType::Utf8
+                && (DICTIONARY_READ.contains(&f.name().as_str()) || keep.tests_text(f.name()))
+        };
+        let set = plain
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| dictionary(f))
+            .fold(0u64, |set, (i, _)| {
+                set | 1u64.checked_shl(i as u32).unwrap_or(0)
+            });
+        let lock = || self.read_as.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, m)) = lock().iter().find(|(s, _)| *s == set) {
+            return Ok(m.clone());
+        }
+        let fields: Vec<Field> = plain
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Utf8 if dictionary(f) => Field::new(
+                    f.name(),
+                    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                    f.is_nullable(),
+                ),
+                DataType::Utf8 => Field::new(f.name(), DataType::Utf8View, f.is_nullable()),
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        let options = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
+        let metadata = ArrowReaderMetadata::try_new(self.metadata.metadata().clone(), options)
+            .map_err(corrupt)?;
+        let mut held = lock();
+        if held.len() < READ_AS {
+            held.push((set, metadata.clone()));
+        }
+        Ok(metadata)
     }
 }
+
+/// Read schemas a footer keeps (see [`Footer::read_as`]).
+const READ_AS: usize = 16;
 
 /// The groups a file's footer names (`None`: a file written before
 /// them, or a footer that does not parse).

@@ -125,38 +125,41 @@ impl Keep {
             || self.within.iter().any(|w| w.column == name)
     }
 
-    /// Whether a row with this `type`, `cluster` and (when the group
-    /// names one: `Some`) `principal` can be kept by the bounds on them (a
-    /// grouped file's runs are selected by it).
-    pub(crate) fn keeps_group(
-        &self,
-        ty: &str,
-        cluster: Option<&str>,
-        principal: Option<Option<&str>>,
-    ) -> bool {
-        self.cluster.as_deref().is_none_or(|k| cluster == Some(k))
-            && self
-                .types
-                .as_ref()
-                .is_none_or(|k| k.iter().any(|t| t == ty))
+    // A grouped file's runs are selected by the next three, each tested
+    // once per distinct value of the file's runs (see `file::Groups`): a
+    // row's type, cluster and principal bounds are conjuncts, each on
+    // one column.
+
+    /// Whether the bounds on `type` keep `ty`.
+    pub(crate) fn keeps_type(&self, ty: &str) -> bool {
+        self.types
+            .as_ref()
+            .is_none_or(|k| k.iter().any(|t| t == ty))
             && self
                 .within
                 .iter()
-                .all(|w| match (w.column.as_str(), principal) {
-                    ("type", _) => w.admits(ty),
-                    ("cluster", _) => cluster.is_some_and(|c| w.admits(c)),
-                    ("principal", Some(p)) => p.is_some_and(|p| w.admits(p)),
-                    _ => true,
-                })
+                .all(|w| w.column != "type" || w.admits(ty))
+    }
+
+    /// Whether the bounds on `cluster` keep `cluster` (`None`: no cluster).
+    pub(crate) fn keeps_cluster(&self, cluster: Option<&str>) -> bool {
+        self.cluster.as_deref().is_none_or(|k| cluster == Some(k))
             && self
-                .prefixes
+                .within
                 .iter()
-                .all(|x| match (x.column.as_str(), principal) {
-                    ("principal", Some(p)) => {
-                        p.is_some_and(|p| p.starts_with(&x.prefix) != x.negated)
-                    }
-                    _ => true,
-                })
+                .all(|w| w.column != "cluster" || cluster.is_some_and(|c| w.admits(c)))
+    }
+
+    /// Whether the bounds on `principal` keep `principal` (`None`: no
+    /// principal).
+    pub(crate) fn keeps_principal(&self, principal: Option<&str>) -> bool {
+        self.within
+            .iter()
+            .all(|w| w.column != PRINCIPAL || principal.is_some_and(|p| w.admits(p)))
+            && self.prefixes.iter().all(|x| {
+                x.column != PRINCIPAL
+                    || principal.is_some_and(|p| p.starts_with(&x.prefix) != x.negated)
+            })
     }
 
     /// Whether it bounds `principal` (a file grouped by principal too
