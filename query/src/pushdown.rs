@@ -285,6 +285,28 @@ fn exact(expr: &Expr) -> bool {
     }
 }
 
+/// Whether `expr` is one bound on the timestamp column `name` that
+/// [`time_range`] holds exactly (`name` against a timestamp literal with
+/// no finer part than a microsecond, by `>=`, `>`, `<` or `<=`): a scan
+/// that keeps exactly the rows in that range answers it `Exact`.
+pub fn exact_time_bound(expr: &Expr, name: &str) -> bool {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
+        return false;
+    };
+    let (op, value) = match (left.as_ref(), right.as_ref()) {
+        (Expr::Column(c), v) if c.name == name => (*op, v),
+        (v, Expr::Column(c)) if c.name == name => match op.swap() {
+            Some(swapped) => (swapped, v),
+            None => return false,
+        },
+        _ => return false,
+    };
+    matches!(
+        op,
+        Operator::GtEq | Operator::Lt | Operator::Gt | Operator::LtEq
+    ) && exact_micros(value).is_some()
+}
+
 /// A timestamp literal's microseconds, when it has no finer part.
 fn exact_micros(e: &Expr) -> Option<i64> {
     match literal(e)? {

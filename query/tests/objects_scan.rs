@@ -87,6 +87,17 @@ proptest! {
                     format!("SELECT * FROM objects WHERE {unpushed} ORDER BY index"),
                 ),
                 (
+                    // Exclusive and inclusive ends the other way round.
+                    format!("SELECT cluster, count(*) AS versions, count(DISTINCT name) AS objects FROM objects WHERE valid_from > '{a}' AND valid_from <= '{b}' GROUP BY cluster ORDER BY cluster"),
+                    format!("SELECT cluster, count(*) AS versions, count(DISTINCT name) AS objects FROM objects WHERE valid_from + INTERVAL '0 seconds' > '{a}' AND valid_from + INTERVAL '0 seconds' <= '{b}' AND length(uid) >= 0 GROUP BY cluster ORDER BY cluster"),
+                ),
+                (
+                    // A bound the scan answers exactly lets DataFusion
+                    // hand it a limit: it counts rows in the range only.
+                    format!("SELECT count(*) AS n FROM (SELECT name FROM objects WHERE {pushed} LIMIT 7)"),
+                    format!("SELECT count(*) AS n FROM (SELECT name FROM objects WHERE {unpushed} LIMIT 7)"),
+                ),
+                (
                     format!("SELECT cluster, name, deleted, valid_to FROM objects WHERE valid_from BETWEEN '{a}' AND '{b}' ORDER BY index"),
                     format!("SELECT cluster, name, deleted, valid_to FROM objects WHERE valid_from + INTERVAL '0 seconds' BETWEEN '{a}' AND '{b}' AND length(uid) >= 0 ORDER BY index"),
                 ),

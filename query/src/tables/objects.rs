@@ -6,7 +6,8 @@
 //!
 //! Owner and claims here come from the version's own labels and
 //! annotations; claims through app inventories depend on the instant and
-//! are added by `inventory_at`. `cluster = '…'` is pushed down.
+//! are added by `inventory_at`. `cluster = '…'` and bounds on
+//! `valid_from` are pushed down.
 
 use std::sync::Arc;
 
@@ -66,12 +67,16 @@ impl TableProvider for ObjectsTable {
             .iter()
             .zip(by_cluster)
             .map(|(f, p)| {
+                // The scan keeps exactly the rows in the `valid_from`
+                // range (see `scan`): a plain bound is not applied again.
                 let bounded = crate::pushdown::time_range(std::slice::from_ref(*f), "valid_from")
                     != (None, None);
-                if bounded {
-                    TableProviderFilterPushDown::Inexact
-                } else {
-                    p
+                match bounded {
+                    true if crate::pushdown::exact_time_bound(f, "valid_from") => {
+                        TableProviderFilterPushDown::Exact
+                    }
+                    true => TableProviderFilterPushDown::Inexact,
+                    false => p,
                 }
             })
             .collect())
@@ -149,11 +154,10 @@ impl TableProvider for ObjectsTable {
             // Rows name their objects in arrival order, all over the
             // cluster's names; taken in object order (each object's
             // versions in log order), the names are read front to back, a
-            // cache line once, and each object's name is split once for
-            // all its versions (in row order, the lookups were a third of
-            // objects-changed-on-day).
+            // cache line once (in row order, a scan of a day's versions at
+            // 10M took 44 ms against 31; the names already split).
             kept.sort_unstable_by_key(|row| (row.object, row.index));
-            let mut batch = Batch::new(Shape::Versions, &columns);
+            let mut batch = Batch::with_capacity(Shape::Versions, &columns, kept.len());
             let mut last = None;
             for row in kept {
                 let object = match last {

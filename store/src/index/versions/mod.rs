@@ -124,9 +124,9 @@ pub enum Span {
         /// Latest valid time asked about.
         at: i64,
     },
-    /// At least every row whose valid time starts in `[since, until)`
-    /// (microseconds), found through the zone map, so rows outside the
-    /// range come too and the caller filters. Their ends are not known
+    /// Every row whose valid time starts in `[since, until)`
+    /// (microseconds), found through the zone map (the zones' other rows
+    /// are dropped as they are read). Their ends are not known
     /// (`to` is `i64::MAX`, since the next version of an object may lie in
     /// a zone not read) and no details are read: for a scan bounded on
     /// `valid_from` that asks for neither.
@@ -164,23 +164,13 @@ impl ClusterVersions {
     /// The name of object `id` (`None`: no such object, or a stored name
     /// that is not four UTF-8 parts).
     pub fn object(&self, id: u32) -> Option<ObjectRef<'_>> {
-        // Checked as UTF-8 once, when the names were read. The first three
-        // NULs end group, kind and namespace (`splitn(4, '\0')`, without
-        // its iterator: that was a tenth of a scan of a day's versions).
-        let text = self.names.text(id)?;
-        let bytes = text.as_bytes();
-        let nul = |from: usize| {
-            let rest = bytes.get(from..)?;
-            rest.iter().position(|b| *b == 0).map(|at| from + at)
-        };
-        let a = nul(0)?;
-        let b = nul(a + 1)?;
-        let c = nul(b + 1)?;
+        // Checked as UTF-8, and split, once, when the names were read.
+        let [group, kind, namespace, name] = self.names.parts(id)?;
         Some(ObjectRef {
-            group: text.get(..a)?,
-            kind: text.get(a + 1..b)?,
-            namespace: text.get(b + 1..c)?,
-            name: text.get(c + 1..)?,
+            group,
+            kind,
+            namespace,
+            name,
         })
     }
 
