@@ -264,20 +264,13 @@ fn exact(expr: &Expr) -> bool {
             let typed = |e: &Expr| type_list(e).is_some() && exact(e);
             typed(left) && typed(right)
         }
-        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            let (column, op, value) = match (left.as_ref(), right.as_ref()) {
-                (Expr::Column(c), v) => (c.name.as_str(), *op, v),
-                (v, Expr::Column(c)) => match op.swap() {
-                    Some(swapped) => (c.name.as_str(), swapped, v),
-                    None => return false,
-                },
-                _ => return false,
+        Expr::BinaryExpr(_) => {
+            let Some((column, op, value)) = comparison(expr) else {
+                return false;
             };
             match (column, op) {
                 ("cluster" | "type", Operator::Eq) => string_literal(value).is_some(),
-                ("time", Operator::GtEq | Operator::Lt | Operator::Gt | Operator::LtEq) => {
-                    exact_micros(value).is_some()
-                }
+                ("time", _) => exact_time_bound(expr, "time"),
                 _ => false,
             }
         }
@@ -290,21 +283,27 @@ fn exact(expr: &Expr) -> bool {
 /// no finer part than a microsecond, by `>=`, `>`, `<` or `<=`): a scan
 /// that keeps exactly the rows in that range answers it `Exact`.
 pub fn exact_time_bound(expr: &Expr, name: &str) -> bool {
+    comparison(expr).is_some_and(|(column, op, value)| {
+        column == name
+            && matches!(
+                op,
+                Operator::GtEq | Operator::Lt | Operator::Gt | Operator::LtEq
+            )
+            && exact_micros(value).is_some()
+    })
+}
+
+/// `expr` as `column op value`, either way round (`op` as seen from the
+/// column): the plain column itself, no cast.
+fn comparison(expr: &Expr) -> Option<(&str, Operator, &Expr)> {
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
-        return false;
+        return None;
     };
-    let (op, value) = match (left.as_ref(), right.as_ref()) {
-        (Expr::Column(c), v) if c.name == name => (*op, v),
-        (v, Expr::Column(c)) if c.name == name => match op.swap() {
-            Some(swapped) => (swapped, v),
-            None => return false,
-        },
-        _ => return false,
-    };
-    matches!(
-        op,
-        Operator::GtEq | Operator::Lt | Operator::Gt | Operator::LtEq
-    ) && exact_micros(value).is_some()
+    match (left.as_ref(), right.as_ref()) {
+        (Expr::Column(c), v) => Some((c.name.as_str(), *op, v)),
+        (v, Expr::Column(c)) => Some((c.name.as_str(), op.swap()?, v)),
+        _ => None,
+    }
 }
 
 /// A timestamp literal's microseconds, when it has no finer part.

@@ -307,7 +307,7 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
             let bytes = read_prefix(&dir.join("rows"), meta.rows * WIDTH as u64)?;
             checked("rows", &bytes, sums.map(|s| s.rows))?;
             rows.reserve_exact(meta.rows as usize);
-            decode(&bytes, &mut rows);
+            decode(&bytes, &mut rows, |_| true);
             row::fill_ends(&mut rows);
         }
         Span::Live { at } => read_zoned(dir, meta, i64::MIN, at.saturating_add(1), &mut rows)?,
@@ -324,12 +324,12 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
     Ok(Contents { rows, details })
 }
 
-/// Appends the rows of `bytes` (whole rows).
-fn decode(bytes: &[u8], rows: &mut Vec<VersionRow>) {
-    rows.extend(bytes.chunks_exact(WIDTH).map(|c| {
+/// Appends the rows of `bytes` (whole rows) that `keep` keeps.
+fn decode(bytes: &[u8], rows: &mut Vec<VersionRow>, keep: impl Fn(&VersionRow) -> bool) {
+    rows.extend(bytes.chunks_exact(WIDTH).filter_map(|c| {
         let mut b = [0u8; WIDTH];
         b.copy_from_slice(c);
-        VersionRow::decode(&b)
+        Some(VersionRow::decode(&b)).filter(&keep)
     }))
 }
 
@@ -382,12 +382,7 @@ fn read_zoned(
         // A zone's rows that start outside the range are dropped here
         // (late events put rows of many days in one zone): every reader
         // of these rows skips them anyway.
-        rows.extend(bytes.chunks_exact(WIDTH).filter_map(|c| {
-            let mut b = [0u8; WIDTH];
-            b.copy_from_slice(c);
-            let row = VersionRow::decode(&b);
-            (since <= row.from && row.from < until).then_some(row)
-        }));
+        decode(&bytes, rows, |row| since <= row.from && row.from < until);
     }
     Ok(())
 }
