@@ -457,6 +457,62 @@ fn rejection_messages_never_quote_a_secret() {
 }
 
 #[test]
+fn auto_reads_envelopes_as_the_envelope_format_does() {
+    // `--format auto` tries each JSON record as an envelope first; what it
+    // keeps, redacts and rejects must be what `--format envelope` does.
+    let lines = [
+        r#"{"schema":"annal.event/v1","id":"a1","type":"app.health","time":"2026-11-01T10:00:00Z","cluster":"c","data":{"app":"a","status":"Healthy"}}"#,
+        r#"{"schema":"annal.event/v1","id":"a2","type":"object.observed","time":"2026-11-01T10:00:01Z","cluster":"c","data":{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"n"},"data":{"token":"c2VjcmV0LXZhbHVl"}}}"#,
+        r#"{"schema":"annal.event/v1","id":"a3","type":"app.health","time":"2026-11-01T10:00:02Z","cluster":"c","extra":1,"data":{"app":"a"}}"#,
+        r#"{"schema":"annal.event/v1","id":"a4","type":"app.health","time":"yesterday","cluster":"c","data":{"app":"a"}}"#,
+        r#"{"schema":"annal.event/v1","id":"a5","type":"app.health","time":"2026-11-01T10:00:03Z","cluster":"c","data":{"app":"a","status":"Bearer s3cr3t-t0ken-value"}}"#,
+    ];
+    let text = lines.join("\n");
+    let auto = pipeline::decode_bytes(
+        Format::Auto,
+        "e.jsonl",
+        text.as_bytes(),
+        &Options::default(),
+    );
+    let envelope = pipeline::decode_bytes(
+        Format::Envelope,
+        "e.jsonl",
+        text.as_bytes(),
+        &Options::default(),
+    );
+    let kept = |d: &Decoded| {
+        d.events
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kept(&auto), kept(&envelope));
+    let ids: Vec<&str> = auto.events.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["a1", "a2"]);
+    let all = kept(&auto).join("\n");
+    assert!(
+        !all.contains("c2VjcmV0LXZhbHVl") && !all.contains("s3cr3t"),
+        "{all}"
+    );
+    let lines_of = |d: &Decoded| d.rejected.iter().map(|r| r.line).collect::<Vec<_>>();
+    assert_eq!(lines_of(&auto), [Some(3), Some(4), Some(5)]);
+    assert_eq!(lines_of(&auto), lines_of(&envelope));
+    assert!(
+        auto.rejected[0].reason.contains("extra"),
+        "{}",
+        auto.rejected[0]
+    );
+    assert!(
+        auto.rejected[1].reason.contains("time"),
+        "{}",
+        auto.rejected[1]
+    );
+    let r = &auto.rejected[2];
+    assert!(r.reason.contains("data.status"), "{r}");
+    assert!(!format!("{r:?}").contains("s3cr3t"), "{r}");
+}
+
+#[test]
 fn a_list_larger_than_the_streaming_threshold_ingests_item_by_item() {
     // An API-server style typed list (kind before items, items without
     // kind), pretty-printed, past STREAM_LIST_BYTES.

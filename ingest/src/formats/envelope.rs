@@ -24,9 +24,27 @@ pub(super) fn decode(record: &Record) -> Result<Envelope, String> {
     })
 }
 
-/// An envelope met by `--format auto` (already parsed).
+/// `--format auto`'s first attempt: the record as an envelope, or `None`
+/// (no error is explained here; the general path does that).
+pub(super) fn try_parse(record: &Record) -> Option<Envelope> {
+    let env = serde_json::from_slice::<Envelope>(&record.bytes).ok()?;
+    env.validate().ok()?;
+    Some(env)
+}
+
+/// An envelope met by `--format auto` (already parsed) that [`try_parse`]
+/// did not take: a YAML one, a list's item, or one that is invalid, whose
+/// error is taken from its redacted form as in [`decode`] (the copy kept
+/// for it costs nothing on the envelopes `try_parse` takes).
 pub(super) fn from_value(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
-    let mut env = Envelope::from_value(doc).map_err(|e| e.to_string())?;
+    let mut redacted = doc.clone();
+    let mut env = Envelope::from_value(doc).map_err(|e| {
+        redact::value(&mut redacted);
+        match Envelope::from_value(redacted) {
+            Err(r) => r.to_string(),
+            Ok(_) => e.to_string(),
+        }
+    })?;
     redact::value(&mut env.data);
     emit.out.events.push(env);
     Ok(())
