@@ -98,6 +98,16 @@ proptest! {
                     format!("SELECT count(*) AS n FROM (SELECT name FROM objects WHERE {unpushed} LIMIT 7)"),
                 ),
                 (
+                    // No name column: rows without their names, in log
+                    // order, against the path that reads names and details.
+                    format!("SELECT cluster, deleted, valid_from, valid_to, index FROM objects WHERE {pushed} ORDER BY index"),
+                    format!("SELECT cluster, deleted, valid_from, valid_to, index FROM objects WHERE {unpushed} ORDER BY index"),
+                ),
+                (
+                    format!("SELECT cluster, count(*) AS versions, max(index) AS last FROM objects WHERE {pushed} GROUP BY cluster ORDER BY cluster"),
+                    format!("SELECT cluster, count(*) AS versions, max(index) AS last FROM objects WHERE {unpushed} GROUP BY cluster ORDER BY cluster"),
+                ),
+                (
                     format!("SELECT cluster, name, deleted, valid_to FROM objects WHERE valid_from BETWEEN '{a}' AND '{b}' ORDER BY index"),
                     format!("SELECT cluster, name, deleted, valid_to FROM objects WHERE valid_from + INTERVAL '0 seconds' BETWEEN '{a}' AND '{b}' AND length(uid) >= 0 ORDER BY index"),
                 ),

@@ -87,6 +87,32 @@ pub struct ObjectRow<'a> {
 }
 
 impl<'a> ObjectRow<'a> {
+    /// The row of a version in `cluster` with none of the columns its
+    /// name or details give (empty: for a scan that projects none of
+    /// them; the caller sets `valid_to`).
+    pub fn unnamed(cluster: &'a str, row: &VersionRow) -> ObjectRow<'a> {
+        ObjectRow {
+            cluster,
+            group: "",
+            version: "",
+            kind: "",
+            namespace: "",
+            name: "",
+            uid: "",
+            resource_version: "",
+            deleted: row.deleted(),
+            owner: None,
+            owner_kind: None,
+            claims: &[],
+            conflict: false,
+            tracking_mismatch: None,
+            managers: &[],
+            valid_from: row.from,
+            valid_to: None,
+            index: row.index,
+        }
+    }
+
     /// The row of a decoded version: its name, details and owners (the
     /// caller sets `deleted` and `valid_to` where they differ).
     pub fn of_version(
