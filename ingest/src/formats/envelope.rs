@@ -13,13 +13,9 @@ use crate::{redact, Record};
 /// secret in a mistyped field cannot reach the quarantine or the terminal.
 pub(super) fn decode(record: &Record) -> Result<Envelope, String> {
     Envelope::parse(&record.bytes).map_err(|e| {
-        let Ok(mut doc) = serde_json::from_slice::<Value>(&record.bytes) else {
-            return e.to_string();
-        };
-        redact::value(&mut doc);
-        match Envelope::from_value(doc) {
-            Err(redacted) => redacted.to_string(),
-            Ok(_) => e.to_string(),
+        match serde_json::from_slice::<Value>(&record.bytes) {
+            Ok(doc) => reason(doc, e),
+            Err(_) => e.to_string(),
         }
     })
 }
@@ -37,15 +33,21 @@ pub(super) fn try_parse(record: &Record) -> Option<Envelope> {
 /// error is taken from its redacted form as in [`decode`] (the copy kept
 /// for it costs nothing on the envelopes `try_parse` takes).
 pub(super) fn from_value(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
-    let mut redacted = doc.clone();
-    let mut env = Envelope::from_value(doc).map_err(|e| {
-        redact::value(&mut redacted);
-        match Envelope::from_value(redacted) {
-            Err(r) => r.to_string(),
-            Ok(_) => e.to_string(),
-        }
-    })?;
+    let copy = doc.clone();
+    let mut env = Envelope::from_value(doc).map_err(|e| reason(copy, e))?;
     redact::value(&mut env.data);
     emit.out.events.push(env);
     Ok(())
+}
+
+/// Why an envelope was rejected, in words taken from its redacted form
+/// (`doc` is the unredacted document, `error` what validating it said).
+/// Should the redacted form validate (redaction removed the fault), the
+/// original error is all there is to say.
+fn reason(mut doc: Value, error: impl std::fmt::Display) -> String {
+    redact::value(&mut doc);
+    match Envelope::from_value(doc) {
+        Err(redacted) => redacted.to_string(),
+        Ok(_) => error.to_string(),
+    }
 }

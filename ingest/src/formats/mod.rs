@@ -98,24 +98,23 @@ impl Format {
         ctx: &Context<'_>,
         out: &mut Output,
     ) -> Result<(), DecodeError> {
-        if *self == Format::Envelope {
-            let mut env = envelope::decode(record).map_err(DecodeError::reason)?;
+        // Most records of a mixed file are envelopes already (the bench
+        // datasets are nothing else): `auto` tries one parse straight into
+        // the type, which skips building a JSON tree and moving it into
+        // one, so it reads them as fast as `--format envelope`. Anything
+        // else fails at its first unknown key and takes the general path,
+        // which also explains a bad envelope's error.
+        let typed = match self {
+            Format::Envelope => Some(envelope::decode(record).map_err(DecodeError::reason)?),
+            Format::Auto if syntax == Syntax::Json && record.item.is_none() => {
+                envelope::try_parse(record)
+            }
+            _ => None,
+        };
+        if let Some(mut env) = typed {
             redact::value(&mut env.data);
             out.events.push(env);
             return Ok(());
-        }
-        if *self == Format::Auto && syntax == Syntax::Json && record.item.is_none() {
-            // Most records of a mixed file are envelopes already (the bench
-            // datasets are nothing else): one attempt straight into the
-            // type skips building a JSON tree and moving it into one, so
-            // `auto` reads them as fast as `--format envelope`. Anything
-            // else fails at its first unknown key and takes the general
-            // path, which also explains a bad envelope's error.
-            if let Some(mut env) = envelope::try_parse(record) {
-                redact::value(&mut env.data);
-                out.events.push(env);
-                return Ok(());
-            }
         }
         let mut doc = document::parse(record, syntax).map_err(|e| DecodeError {
             line: Some(e.line),
