@@ -65,8 +65,14 @@ proptest! {
     ) {
         let (_dir, store) = store();
         let rt = runtime();
-        let ctx = rt.block_on(sql::session(store)).unwrap();
-        for (from, len) in ranges {
+        // Once as a command reads (names parsed for each read), once as
+        // `serve` does (names kept, with their column of `name`s).
+        for keep in [false, true] {
+        if keep {
+            store.keep_object_names();
+        }
+        let ctx = rt.block_on(sql::session(store.clone())).unwrap();
+        for (from, len) in ranges.iter().copied() {
             let at = |h: u32| format!("2026-11-{:02}T{:02}:00:00Z", 1 + h / 24, h % 24);
             let (a, b) = (at(from), at((from + len).min(71)));
             let pushed = format!("valid_from >= '{a}' AND valid_from < '{b}'");
@@ -108,12 +114,19 @@ proptest! {
                     format!("SELECT cluster, count(*) AS versions, max(index) AS last FROM objects WHERE {unpushed} GROUP BY cluster ORDER BY cluster"),
                 ),
                 (
+                    // `name` the only name column: taken from the
+                    // cluster's column of names by object id.
+                    format!("SELECT name, cluster, valid_from, index FROM objects WHERE {pushed} ORDER BY index"),
+                    format!("SELECT name, cluster, valid_from, index FROM objects WHERE {unpushed} ORDER BY index"),
+                ),
+                (
                     format!("SELECT cluster, name, deleted, valid_to FROM objects WHERE valid_from BETWEEN '{a}' AND '{b}' ORDER BY index"),
                     format!("SELECT cluster, name, deleted, valid_to FROM objects WHERE valid_from + INTERVAL '0 seconds' BETWEEN '{a}' AND '{b}' AND length(uid) >= 0 ORDER BY index"),
                 ),
             ] {
                 prop_assert_eq!(text(&rt, &ctx, &p), text(&rt, &ctx, &u), "{}", p);
             }
+        }
         }
     }
 }

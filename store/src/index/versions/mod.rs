@@ -174,6 +174,15 @@ impl ClusterVersions {
         })
     }
 
+    /// The `name` of every object of the cluster, by id (null for an id
+    /// whose [`ClusterVersions::object`] is `None`), when the store keeps
+    /// the cluster's names between reads (see
+    /// [`crate::Store::keep_object_names`]); a scan that returns only
+    /// names takes them from here with Arrow's `take`.
+    pub fn name_column(&self) -> Option<&arrow_array::StringArray> {
+        self.names.name_column()
+    }
+
     /// Object `id`'s name as stored, `group\0kind\0namespace\0name`:
     /// byte order on it is [`ObjectName`]'s order, at one comparison
     /// (empty for an unknown id).

@@ -17,7 +17,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::builder::StringBuilder;
+use arrow_array::{Array, StringArray};
 
 use super::files::{self, ClusterMeta};
 use crate::StoreError;
@@ -43,6 +46,9 @@ pub struct Names {
     /// Length of the file these were parsed from, and its CRC-32.
     file_len: u64,
     crc: u32,
+    /// The `name` part of every name, by ordinal, as one column (see
+    /// [`Names::name_column`]); built on first use.
+    name_column: OnceLock<StringArray>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +100,38 @@ impl Names {
         ])
     }
 
+    /// The `name` part of every object's name, by ordinal, as one string
+    /// column (null where [`Names::parts`] gives `None`), when these
+    /// names have one: the names a [`NameCache`] keeps do.
+    ///
+    /// Why: a scan that returns only `name` takes it from here by ordinal
+    /// (Arrow's `take`) instead of splitting each version's name, which
+    /// missed the cache on nearly every version of a day's scan (the
+    /// column holds a fifth of the bytes). Building it is one more pass
+    /// over the names (about 20 ms for 1M objects): worth it for names
+    /// kept between reads, not for a read that parses them once.
+    pub(crate) fn name_column(&self) -> Option<&StringArray> {
+        self.name_column.get()
+    }
+
+    /// The name column, built now if these names have none.
+    pub(crate) fn with_name_column(&self) -> &StringArray {
+        self.name_column.get_or_init(|| self.name_parts(0))
+    }
+
+    /// The `name` parts of the objects from ordinal `from` on.
+    fn name_parts(&self, from: usize) -> StringArray {
+        let mut column =
+            StringBuilder::with_capacity(self.at.len().saturating_sub(from), self.text.len() / 4);
+        for id in from..self.at.len() {
+            match u32::try_from(id).ok().and_then(|id| self.parts(id)) {
+                Some([_, _, _, name]) => column.append_value(name),
+                None => column.append_null(),
+            }
+        }
+        column.finish()
+    }
+
     /// Object `id`'s stored name as bytes (empty for an unknown id).
     pub(crate) fn key(&self, id: u32) -> &[u8] {
         self.at
@@ -113,7 +151,12 @@ impl Names {
 
     /// Bytes held, as the budget counts them.
     fn bytes(&self) -> usize {
-        self.text.capacity() + self.at.capacity() * std::mem::size_of::<Span>()
+        self.text.capacity()
+            + self.at.capacity() * std::mem::size_of::<Span>()
+            + self
+                .name_column
+                .get()
+                .map_or(0, |c| c.get_array_memory_size())
     }
 
     /// `self` with the names of `appended` (the file's bytes past
@@ -125,10 +168,21 @@ impl Names {
             at: Vec::with_capacity(self.at.len() + appended.len() / 32),
             file_len: self.file_len + appended.len() as u64,
             crc,
+            name_column: OnceLock::new(),
         };
         next.text.push_str(&self.text);
         next.at.extend_from_slice(&self.at);
         next.parse(appended)?;
+        if let Some(column) = self.name_column() {
+            // The column carried on as the names are: the appended
+            // objects' parts after a copy of the old ones.
+            let appended = next.name_parts(self.at.len());
+            let joined = arrow_select::concat::concat(&[column, &appended])
+                .map_err(|e| StoreError::Corrupt(format!("name column: {e}")))?;
+            if let Some(joined) = joined.as_any().downcast_ref::<StringArray>() {
+                let _ = next.name_column.set(joined.clone());
+            }
+        }
         Ok(next)
     }
 
@@ -245,6 +299,11 @@ impl NameCache {
             // mark is older than the cached names (which stay).
             _ => read(dir, meta.objects_bytes, Some(sums.objects))?,
         };
+        // Names to be kept get their name column (see
+        // `Names::name_column`) before the budget counts them.
+        if self.budget.load(Ordering::Relaxed) > 0 {
+            names.with_name_column();
+        }
         let names = Arc::new(names);
         self.keep(dir, names.clone());
         Ok(names)
@@ -341,6 +400,47 @@ mod tests {
         );
         assert_eq!(names.parts(1), None);
         assert_eq!(names.parts(2), None);
+    }
+
+    /// The name column holds each object's last part, null where the
+    /// parts are not there (too few NULs, not UTF-8); names without one
+    /// get none until asked, and names extended by an append carry it on.
+    #[test]
+    fn the_name_column_is_the_last_part_by_ordinal() {
+        let long = "n".repeat(70_000);
+        let encode = |names: &[&[u8]]| {
+            let mut bytes = Vec::new();
+            for name in names {
+                bytes.extend_from_slice(&(name.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(name);
+            }
+            bytes
+        };
+        let first = format!("apps\0Deployment\0{long}\0web");
+        let mut names = Names::default();
+        names
+            .parse(&encode(&[
+                first.as_bytes(),
+                b"apps\0Deployment",
+                b"\0ConfigMap\0default\0\xff",
+                b"\0Pod\0kube-system\0dns-0",
+            ]))
+            .unwrap();
+        assert!(names.name_column().is_none());
+        let column = names.with_name_column();
+        let got: Vec<Option<&str>> = column.iter().collect();
+        assert_eq!(got, [Some("web"), None, None, Some("dns-0")]);
+        for id in 0..4u32 {
+            assert_eq!(
+                got[id as usize],
+                names.parts(id).map(|p| p[3]),
+                "object {id}"
+            );
+        }
+        let more = encode(&[b"\0Service\0default\0api"]);
+        let grown = names.extended(&more, 0).unwrap();
+        let got: Vec<Option<&str>> = grown.name_column().unwrap().iter().collect();
+        assert_eq!(got, [Some("web"), None, None, Some("dns-0"), Some("api")]);
     }
 
     proptest! {
