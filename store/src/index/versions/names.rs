@@ -114,7 +114,9 @@ impl Names {
         self.name_column.get()
     }
 
-    /// The name column, built now if these names have none.
+    /// The name column, built now if these names have none. Only before
+    /// a [`NameCache`] takes the names: it counts their bytes when it
+    /// takes them, and subtracts the same count when it drops them.
     pub(crate) fn with_name_column(&self) -> &StringArray {
         self.name_column.get_or_init(|| self.name_parts(0))
     }
