@@ -144,28 +144,20 @@ impl TableProvider for ObjectsTable {
             },
         };
         // Object names are looked up only for a scan that returns one (a
-        // count of versions per cluster and day reads rows alone).
-        let needs_names = needs_details
-            || columns.iter().any(|&c| {
-                matches!(
-                    self.schema.field(c).name().as_str(),
-                    "group" | "kind" | "namespace" | "name"
-                )
-            });
-        // A scan whose only name column is `name` (objects changed on a
-        // day, counted per cluster) takes it from the cluster's column of
-        // names by object id, where the store keeps one (`serve`).
+        // count of versions per cluster and day reads rows alone), and a
+        // scan whose only name column is `name` (objects changed on a day,
+        // counted per cluster) takes it from the cluster's column of names
+        // by object id, where the store keeps one (`serve`).
+        let named: Vec<&str> = columns
+            .iter()
+            .map(|&c| self.schema.field(c).name().as_str())
+            .filter(|n| matches!(*n, "group" | "kind" | "namespace" | "name"))
+            .collect();
+        let needs_names = needs_details || !named.is_empty();
+        let name_only = !needs_details && named == ["name"];
         let name_at = columns
             .iter()
             .position(|&c| self.schema.field(c).name() == "name");
-        let name_only = !needs_details
-            && name_at.is_some()
-            && !columns.iter().any(|&c| {
-                matches!(
-                    self.schema.field(c).name().as_str(),
-                    "group" | "kind" | "namespace"
-                )
-            });
         let produce: cluster_scan::Producer = Arc::new(move |store: &Store, cluster: &str| {
             let Some(versions) = store.cluster_versions_in(cluster, span)? else {
                 return Ok(Vec::new());
@@ -180,13 +172,14 @@ impl TableProvider for ObjectsTable {
                 })
                 .collect();
             let mut batch = Batch::with_capacity(Shape::Versions, &columns, kept.len());
+            // A row with none of the columns a name or details give.
+            let unnamed = |row: &VersionRow| ObjectRow {
+                valid_to: valid_to(row, known_below),
+                ..ObjectRow::unnamed(cluster, row)
+            };
             if !needs_names {
                 for row in kept {
-                    let ended = row.to != i64::MAX && row.to_index < known_below;
-                    batch.push(&ObjectRow {
-                        valid_to: ended.then_some(row.to),
-                        ..ObjectRow::unnamed(cluster, row)
-                    });
+                    batch.push(&unnamed(row));
                 }
                 return Ok(vec![batch.finish(&columns, &out)?]);
             }
@@ -207,11 +200,7 @@ impl TableProvider for ObjectsTable {
                     return Err(no_object(*bad));
                 }
                 for row in kept {
-                    let ended = row.to != i64::MAX && row.to_index < known_below;
-                    batch.push(&ObjectRow {
-                        valid_to: ended.then_some(row.to),
-                        ..ObjectRow::unnamed(cluster, row)
-                    });
+                    batch.push(&unnamed(row));
                 }
                 let built = batch.finish(&columns, &out)?;
                 let mut arrays = built.columns().to_vec();
@@ -226,7 +215,6 @@ impl TableProvider for ObjectsTable {
                 };
                 let object = object.ok_or_else(|| no_object(row.object))?;
                 last = Some((row.object, object));
-                let ended = row.to != i64::MAX && row.to_index < known_below;
                 if !needs_details {
                     // The columns the details give are not projected: any
                     // value does, and none is read.
@@ -235,15 +223,14 @@ impl TableProvider for ObjectsTable {
                         kind: object.kind,
                         namespace: object.namespace,
                         name: object.name,
-                        valid_to: ended.then_some(row.to),
-                        ..ObjectRow::unnamed(cluster, row)
+                        ..unnamed(row)
                     });
                     continue;
                 }
                 let d = versions.details(row)?;
                 let owners = ownership::decide(&d.claims);
                 batch.push(&ObjectRow {
-                    valid_to: ended.then_some(row.to),
+                    valid_to: valid_to(row, known_below),
                     ..ObjectRow::of_version(cluster, object, row, &d, &owners)
                 });
             }
@@ -258,6 +245,12 @@ impl TableProvider for ObjectsTable {
             produce,
         )
     }
+}
+
+/// A version's `valid_to`: its end, unless the version that ended it was
+/// recorded after the query's log prefix (`known_below`).
+fn valid_to(row: &VersionRow, known_below: u64) -> Option<i64> {
+    (row.to != i64::MAX && row.to_index < known_below).then_some(row.to)
 }
 
 /// The error of a version whose object has no (readable) name.

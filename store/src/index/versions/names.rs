@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::builder::StringBuilder;
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, StringArray};
 
 use super::files::{self, ClusterMeta};
@@ -181,9 +182,7 @@ impl Names {
             let appended = next.name_parts(self.at.len());
             let joined = arrow_select::concat::concat(&[column, &appended])
                 .map_err(|e| StoreError::Corrupt(format!("name column: {e}")))?;
-            if let Some(joined) = joined.as_any().downcast_ref::<StringArray>() {
-                let _ = next.name_column.set(joined.clone());
-            }
+            let _ = next.name_column.set(joined.as_string::<i32>().clone());
         }
         Ok(next)
     }
