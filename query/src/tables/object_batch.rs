@@ -5,11 +5,12 @@ use std::sync::Arc;
 use annal_schemas::ownership::{self, Ownership};
 use annal_store::versions::{ObjectRef, VersionDetails, VersionRow};
 use datafusion::arrow::array::{
-    ArrayRef, BooleanBuilder, ListBuilder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
-    UInt64Builder,
+    ArrayRef, BooleanArray, BooleanBuilder, ListBuilder, RecordBatch, RecordBatchOptions,
+    StringArray, StringBuilder, TimestampMicrosecondArray, TimestampMicrosecondBuilder,
+    UInt64Array, UInt64Builder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 
 /// The kind of row a table holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,60 @@ pub fn schema(shape: Shape) -> SchemaRef {
     }
     fields.push(Field::new("index", DataType::UInt64, false));
     Arc::new(Schema::new(fields))
+}
+
+/// The `projected` columns of `rows` of `cluster` when every one of them
+/// is given by the rows alone (`cluster`, `deleted`, `valid_from`,
+/// `valid_to` as `valid_to` says, `index`), or is `name` and `name` holds
+/// it: built a column at a time. Why: a count of a day's versions pushes
+/// no name and no detail, and pushing its rows one at a time through a
+/// [`Batch`] (every builder asked for every row) was a seventh of that
+/// scan's time at 10M.
+pub fn of_rows(
+    cluster: &str,
+    rows: &[&VersionRow],
+    valid_to: impl Fn(&VersionRow) -> Option<i64>,
+    name: Option<ArrayRef>,
+    projected: &SchemaRef,
+) -> Result<RecordBatch> {
+    let n = rows.len();
+    let arrays = projected
+        .fields()
+        .iter()
+        .map(|f| -> Result<ArrayRef> {
+            Ok(match (f.name().as_str(), &name) {
+                ("cluster", _) => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                    cluster, n,
+                ))),
+                ("deleted", _) => Arc::new(BooleanArray::from_iter(
+                    rows.iter().map(|r| Some(r.deleted())),
+                )),
+                ("valid_from", _) => Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.from))
+                        .with_timezone("UTC"),
+                ),
+                ("valid_to", _) => Arc::new(
+                    TimestampMicrosecondArray::from_iter(rows.iter().map(|r| valid_to(r)))
+                        .with_timezone("UTC"),
+                ),
+                ("index", _) => {
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.index)))
+                }
+                ("name", Some(name)) => name.clone(),
+                (other, _) => {
+                    return Err(DataFusionError::Internal(format!(
+                        "column {other} is not given by version rows alone"
+                    )))
+                }
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(n));
+    Ok(RecordBatch::try_new_with_options(
+        projected.clone(),
+        arrays,
+        &options,
+    )?)
 }
 
 /// One object row, borrowed from whoever built it.

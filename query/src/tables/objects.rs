@@ -18,7 +18,7 @@ use annal_schemas::ownership;
 use annal_store::versions::{Span, VersionRow};
 use annal_store::Store;
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, RecordBatch, UInt32Array};
+use datafusion::arrow::array::{Array, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
@@ -155,9 +155,6 @@ impl TableProvider for ObjectsTable {
             .collect();
         let needs_names = needs_details || !named.is_empty();
         let name_only = !needs_details && named == ["name"];
-        let name_at = columns
-            .iter()
-            .position(|&c| self.schema.field(c).name() == "name");
         let produce: cluster_scan::Producer = Arc::new(move |store: &Store, cluster: &str| {
             let Some(versions) = store.cluster_versions_in(cluster, span)? else {
                 return Ok(Vec::new());
@@ -171,17 +168,15 @@ impl TableProvider for ObjectsTable {
                     row.index < known_below && !outside
                 })
                 .collect();
-            let mut batch = Batch::with_capacity(Shape::Versions, &columns, kept.len());
-            // A row with none of the columns a name or details give.
-            let unnamed = |row: &VersionRow| ObjectRow {
-                valid_to: valid_to(row, known_below),
-                ..ObjectRow::unnamed(cluster, row)
-            };
+            let row_valid_to = |row: &VersionRow| valid_to(row, known_below);
             if !needs_names {
-                for row in kept {
-                    batch.push(&unnamed(row));
-                }
-                return Ok(vec![batch.finish(&columns, &out)?]);
+                return Ok(vec![object_batch::of_rows(
+                    cluster,
+                    &kept,
+                    row_valid_to,
+                    None,
+                    &out,
+                )?]);
             }
             // Rows name their objects in arrival order, all over the
             // cluster's names; taken in object order (each object's
@@ -190,7 +185,7 @@ impl TableProvider for ObjectsTable {
             // 10M took 44 ms against 31; the names already split).
             let kept = by_object(kept, versions.object_count());
             let column = versions.name_column().filter(|_| name_only);
-            if let (Some(names), Some(at)) = (column, name_at) {
+            if let Some(names) = column {
                 let ids = UInt32Array::from_iter_values(kept.iter().map(|row| row.object));
                 if let Some(bad) = ids
                     .values()
@@ -199,14 +194,21 @@ impl TableProvider for ObjectsTable {
                 {
                     return Err(no_object(*bad));
                 }
-                for row in kept {
-                    batch.push(&unnamed(row));
-                }
-                let built = batch.finish(&columns, &out)?;
-                let mut arrays = built.columns().to_vec();
-                arrays[at] = take(names, &ids, None)?;
-                return Ok(vec![RecordBatch::try_new(out.clone(), arrays)?]);
+                let names = take(names, &ids, None)?;
+                return Ok(vec![object_batch::of_rows(
+                    cluster,
+                    &kept,
+                    row_valid_to,
+                    Some(names),
+                    &out,
+                )?]);
             }
+            let mut batch = Batch::with_capacity(Shape::Versions, &columns, kept.len());
+            // A row with none of the columns a name or details give.
+            let unnamed = |row: &VersionRow| ObjectRow {
+                valid_to: row_valid_to(row),
+                ..ObjectRow::unnamed(cluster, row)
+            };
             let mut last = None;
             for row in kept {
                 let object = match last {
@@ -230,7 +232,7 @@ impl TableProvider for ObjectsTable {
                 let d = versions.details(row)?;
                 let owners = ownership::decide(&d.claims);
                 batch.push(&ObjectRow {
-                    valid_to: valid_to(row, known_below),
+                    valid_to: row_valid_to(row),
                     ..ObjectRow::of_version(cluster, object, row, &d, &owners)
                 });
             }

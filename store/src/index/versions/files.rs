@@ -324,13 +324,15 @@ pub(crate) fn read(dir: &Path, meta: &ClusterMeta, span: Span) -> Result<Content
     Ok(Contents { rows, details })
 }
 
-/// Appends the rows of `bytes` (whole rows) that `keep` keeps.
-fn decode(bytes: &[u8], rows: &mut Vec<VersionRow>, keep: impl Fn(&VersionRow) -> bool) {
-    rows.extend(bytes.chunks_exact(WIDTH).filter_map(|c| {
-        let mut b = [0u8; WIDTH];
-        b.copy_from_slice(c);
-        Some(VersionRow::decode(&b)).filter(&keep)
-    }))
+/// Appends the rows of `bytes` (whole rows) whose stored bytes `keep`
+/// keeps (a row outside a scan's range is not decoded).
+fn decode(bytes: &[u8], rows: &mut Vec<VersionRow>, keep: impl Fn(&[u8]) -> bool) {
+    rows.extend(
+        bytes
+            .chunks_exact(WIDTH)
+            .filter(|c| keep(c))
+            .filter_map(|c| <&[u8; WIDTH]>::try_from(c).ok().map(VersionRow::decode)),
+    )
 }
 
 /// Appends the rows that start in `[since, until)`, read from the zones
@@ -361,6 +363,10 @@ fn read_zoned(
         return Ok(());
     }
     let file = File::open(&path).map_err(io)?;
+    // At most every row of the ranges is kept: one allocation, where
+    // growing by doubling copied the rows kept so far (a sixteenth of a
+    // day's count at 10M).
+    rows.reserve(ranges.iter().map(|r| (r.end - r.start) as usize).sum());
     let mut bytes = Vec::new();
     for r in ranges {
         bytes.resize(((r.end - r.start) * WIDTH as u64) as usize, 0);
@@ -382,7 +388,9 @@ fn read_zoned(
         // A zone's rows that start outside the range are dropped here
         // (late events put rows of many days in one zone): every reader
         // of these rows skips them anyway.
-        decode(&bytes, rows, |row| since <= row.from && row.from < until);
+        let starts_in =
+            |c: &[u8]| VersionRow::stored_from(c).is_some_and(|from| since <= from && from < until);
+        decode(&bytes, rows, starts_in);
     }
     Ok(())
 }

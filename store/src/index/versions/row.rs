@@ -59,6 +59,13 @@ impl VersionRow {
         out.extend_from_slice(&self.details.to_le_bytes());
     }
 
+    /// The start of the row stored in `b` (at least [`WIDTH`] bytes), read
+    /// without decoding the rest: a scan bounded on it drops most of a
+    /// zone's rows before they are decoded.
+    pub(crate) fn stored_from(b: &[u8]) -> Option<i64> {
+        b.get(8..16)?.try_into().ok().map(i64::from_le_bytes)
+    }
+
     /// Decodes one row from exactly [`WIDTH`] bytes, its end still open.
     pub(crate) fn decode(b: &[u8; WIDTH]) -> VersionRow {
         let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
