@@ -10,6 +10,7 @@
 
 mod cluster_word;
 mod date_trunc;
+mod distinct_count;
 pub mod limits;
 pub mod policy;
 
@@ -83,6 +84,7 @@ pub async fn session_with(
     let mut ctx = SessionContext::new_with_state(state);
     datafusion_functions_json::register_all(&mut ctx)?;
     ctx.register_udf(date_trunc::udf());
+    ctx.register_udaf(distinct_count::udaf());
     ctx.register_table("events", Arc::new(EventsTable::new(store.clone())))?;
     ctx.register_table("objects", Arc::new(ObjectsTable::new(store.clone())))?;
     ctx.register_table("clusters", Arc::new(clusters::table(store.clone())))?;
