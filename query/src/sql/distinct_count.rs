@@ -207,13 +207,15 @@ struct Set {
     text: String,
 }
 
+/// String `i` of an arena: `text` cut where `ends` say.
+fn nth<'a>(text: &'a str, ends: &[usize], i: usize) -> &'a str {
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &text[start..ends[i]]
+}
+
 impl Set {
     fn value(&self, i: usize) -> &str {
-        let start = match i {
-            0 => 0,
-            i => self.ends[i - 1],
-        };
-        &self.text[start..self.ends[i]]
+        nth(&self.text, &self.ends, i)
     }
 
     fn len(&self) -> usize {
@@ -236,13 +238,9 @@ impl Set {
             ends,
             text,
         } = self;
-        let value = |i: usize| {
-            let start = if i == 0 { 0 } else { ends[i - 1] };
-            &text[start..ends[i]]
-        };
         let entry = table.entry(
             hash,
-            |&i| hashes[i] == hash && value(i) == s,
+            |&i| hashes[i] == hash && nth(text, ends, i) == s,
             |&i| hashes[i],
         );
         if let Entry::Vacant(v) = entry {
@@ -279,8 +277,8 @@ impl DistinctStrings {
         }
     }
 
-    /// Adds row `i`'s string of `values` (rows `rows` of the batch, those
-    /// `keep` keeps) to the sets of `groups`.
+    /// Adds each string of `values` that `keep` keeps (by row) and that
+    /// is not null to the set of its row's group in `groups`.
     fn add<'a, S: StringArrayType<'a>>(
         &mut self,
         values: S,
