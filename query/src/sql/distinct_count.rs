@@ -321,6 +321,11 @@ impl DistinctStrings {
     }
 }
 
+/// Whether row `i` passes an aggregate's `FILTER` (a null drops it).
+fn passes(filter: Option<&BooleanArray>, i: usize) -> bool {
+    filter.is_none_or(|f| f.is_valid(i) && f.value(i))
+}
+
 impl GroupsAccumulator for DistinctStrings {
     fn update_batch(
         &mut self,
@@ -333,8 +338,7 @@ impl GroupsAccumulator for DistinctStrings {
             return internal_err!("count(DISTINCT) of strings given {} columns", values.len());
         };
         self.sets.resize_with(total_num_groups, Set::default);
-        let keep = |i: usize| opt_filter.is_none_or(|f| f.is_valid(i) && f.value(i));
-        self.add_array(values, group_indices, keep)
+        self.add_array(values, group_indices, |i| passes(opt_filter, i))
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
@@ -392,9 +396,7 @@ impl GroupsAccumulator for DistinctStrings {
             return internal_err!("count(DISTINCT) of strings given {} columns", values.len());
         };
         let kept: BooleanArray = (0..values.len())
-            .map(|i| {
-                Some(values.is_valid(i) && opt_filter.is_none_or(|f| f.is_valid(i) && f.value(i)))
-            })
+            .map(|i| Some(values.is_valid(i) && passes(opt_filter, i)))
             .collect();
         let offsets = OffsetBuffer::from_lengths(kept.values().iter().map(usize::from));
         let strings = filter(values, &kept)?;
