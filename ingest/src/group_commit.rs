@@ -12,6 +12,8 @@
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use tokio::sync::oneshot;
+
 use annal_store::{AppendOutcome, PreparedEvent, Store, StoreError};
 
 /// Events one combined commit takes at most (callers past it wait for the
@@ -25,10 +27,20 @@ pub struct GroupCommit {
     tx: mpsc::Sender<Submission>,
 }
 
+type Answer = Result<AppendOutcome, String>;
+
 struct Submission {
     events: Vec<PreparedEvent>,
-    reply: mpsc::SyncSender<Result<AppendOutcome, String>>,
+    reply: oneshot::Sender<Answer>,
 }
+
+/// A batch handed to the committer: its outcome, once the commit that
+/// holds it is durable. Waited for on a thread ([`Receipt::wait`]) or in
+/// a task ([`Receipt::outcome`]): an HTTP request's task waits without
+/// holding a thread, so that a few threads decode while many requests
+/// wait for their commits.
+#[must_use = "a batch is committed only when its receipt answers"]
+pub struct Receipt(Result<oneshot::Receiver<Answer>, StoreError>);
 
 impl GroupCommit {
     /// Starts the committer for `store`, combining up to `max_events`
@@ -46,17 +58,51 @@ impl GroupCommit {
     /// Appends `events` in the next commit and returns what happened to
     /// them, once that commit is durable.
     pub fn append(&self, events: Vec<PreparedEvent>) -> Result<AppendOutcome, StoreError> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        let gone = || StoreError::WritesRefused("the committer thread has stopped".into());
-        self.tx
-            .send(Submission { events, reply })
-            .map_err(|_| gone())?;
-        match answer.recv() {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(reason)) => Err(StoreError::WritesRefused(reason)),
-            Err(_) => Err(gone()),
-        }
+        self.submit(events).wait()
     }
+
+    /// Hands `events` to the next commit without waiting for it; batches
+    /// submitted by one caller are committed in the order submitted.
+    pub fn submit(&self, events: Vec<PreparedEvent>) -> Receipt {
+        let (reply, answer) = oneshot::channel();
+        Receipt(
+            self.tx
+                .send(Submission { events, reply })
+                .map(|()| answer)
+                .map_err(|_| gone()),
+        )
+    }
+}
+
+impl Receipt {
+    /// Blocks this thread until the batch's commit answers (never from
+    /// within an async task: use [`Receipt::outcome`] there).
+    pub fn wait(self) -> Result<AppendOutcome, StoreError> {
+        answered(
+            self.0
+                .and_then(|answer| answer.blocking_recv().map_err(|_| gone())),
+        )
+    }
+
+    /// The batch's outcome, awaited.
+    pub async fn outcome(self) -> Result<AppendOutcome, StoreError> {
+        let answer = match self.0 {
+            Ok(answer) => answer.await.map_err(|_| gone()),
+            Err(e) => Err(e),
+        };
+        answered(answer)
+    }
+}
+
+fn answered(answer: Result<Answer, StoreError>) -> Result<AppendOutcome, StoreError> {
+    match answer? {
+        Ok(outcome) => Ok(outcome),
+        Err(reason) => Err(StoreError::WritesRefused(reason)),
+    }
+}
+
+fn gone() -> StoreError {
+    StoreError::WritesRefused("the committer thread has stopped".into())
 }
 
 /// Waits for a batch, takes what else is waiting, commits, answers.
@@ -175,7 +221,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let mut answers = Vec::new();
         for batch in [vec!["a", "b"], vec!["b", "c", "d"], vec!["e", "a"]] {
-            let (reply, answer) = mpsc::sync_channel(1);
+            let (reply, answer) = oneshot::channel();
             tx.send(Submission {
                 events: batch.into_iter().map(event).collect(),
                 reply,
@@ -186,9 +232,9 @@ mod tests {
         drop(tx);
         commit_loop(&store, &rx, 5);
         let got: Vec<(u64, u64, u64)> = answers
-            .iter()
+            .into_iter()
             .map(|a| {
-                let o = a.recv().unwrap().unwrap();
+                let o = a.blocking_recv().unwrap().unwrap();
                 (o.appended, o.duplicates, o.size)
             })
             .collect();

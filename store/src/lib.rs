@@ -44,6 +44,7 @@ pub mod merkle;
 pub mod proof;
 mod quarantine;
 mod record_file;
+mod syncer;
 mod tree;
 mod verify;
 mod view;

@@ -525,21 +525,24 @@ impl Store {
         }
         let recorded_at = next_recorded_at(w.recorded_at);
         let recorded_text = recorded_at.to_string();
-        let mut seen: HashSet<String> = HashSet::new();
         let first = w.frontier.size();
         // Dedup needs every committed id in the index.
         if self.keys_mark.load(Ordering::Acquire) != first {
             self.catch_up_keys(&w, &mut |_| {})?;
         }
         let total: usize = groups.iter().map(Vec::len).sum();
-        let mut ids = Vec::with_capacity(total);
+        // Ids of this commit so far (borrowed from the groups, which live
+        // until the commit is done).
+        let mut seen: HashSet<&str, foldhash::fast::RandomState> =
+            HashSet::with_capacity_and_hasher(total, Default::default());
+        let mut ids: Vec<&str> = Vec::with_capacity(total);
         let mut leaves = Vec::with_capacity(total);
-        let mut facts = Vec::with_capacity(total);
+        let mut facts: Vec<&Facts> = Vec::with_capacity(total);
         let mut outcomes = Vec::with_capacity(groups.len());
-        for group in groups {
+        for group in &groups {
             let mut outcome = AppendOutcome::default();
             for prepared in group {
-                let known = seen.contains(&prepared.id)
+                let known = seen.contains(prepared.id.as_str())
                     || match self.keys()?.id(&prepared.id) {
                         Err(StoreError::IndexDamaged { .. }) => {
                             self.rebuild_damaged_locked(&w)?;
@@ -551,15 +554,15 @@ impl Store {
                     outcome.duplicates += 1;
                     continue;
                 }
-                seen.insert(prepared.id.clone());
+                seen.insert(&prepared.id);
                 let index = first + ids.len() as u64;
                 leaves.push(canonical::leaf_bytes(
                     &prepared.canonical,
                     index,
                     &recorded_text,
                 ));
-                ids.push(prepared.id);
-                facts.push(prepared.facts);
+                ids.push(&prepared.id);
+                facts.push(&prepared.facts);
                 outcome.appended += 1;
             }
             outcomes.push(outcome);
@@ -603,13 +606,13 @@ impl Store {
             .keys()?
             .apply(
                 first,
-                ids.iter().map(String::as_str).zip(&facts),
+                ids.iter().copied().zip(facts.iter().copied()),
                 w.frontier.root(),
             )
             .unwrap_or(u64::MAX);
         self.keys_mark.store(mark, Ordering::Release);
         if let Some(sealer) = self.columns.sealer() {
-            sealer.committed(first, recorded_at, facts.iter());
+            sealer.committed(first, recorded_at, facts.iter().copied());
         }
         if mark == size {
             // Readers in other processes see the commit from here on.
@@ -687,7 +690,10 @@ impl Store {
         for bytes in leaves {
             frontier.push(merkle::leaf_hash(bytes), |id, h| tree_writer.push(id, h));
         }
-        sync_side_by_side(leaf_writer, tree_writer)?;
+        // The two files' syncs side by side, so that neither waits for the
+        // other's journal commit (measured only together with the hashed
+        // pending keys, c798ab3: README "Storage: a mark every two seconds").
+        tree_writer.sync_beside(|| leaf_writer.sync())?;
         Ok(frontier)
     }
 
@@ -1603,30 +1609,6 @@ fn open_db(dir: &DataDir) -> Result<sled::Db, StoreError> {
 
 fn decode_entry(index: u64, bytes: &[u8]) -> Result<Entry, StoreError> {
     Entry::from_leaf_bytes(bytes).map_err(|e| StoreError::Corrupt(format!("leaf {index}: {e}")))
-}
-
-/// Makes the leaves and the tree nodes durable, the two files' syncs
-/// running side by side so that neither waits for the other's journal
-/// commit (measured only together with the hashed pending keys, c798ab3:
-/// README "Storage: a mark every two seconds").
-fn sync_side_by_side(leaves: &mut SegmentWriter, tree: &mut TreeWriter) -> Result<(), StoreError> {
-    let tree = Mutex::new(tree);
-    let sync_tree = || tree.lock().unwrap_or_else(|p| p.into_inner()).sync();
-    std::thread::scope(|scope| {
-        let beside = std::thread::Builder::new()
-            .name("annal-sync".into())
-            .spawn_scoped(scope, sync_tree);
-        let leaves = leaves.sync();
-        let tree = match beside {
-            // A panic goes on as if the sync had run on this thread.
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread to be had: one after the other.
-            Err(_) => sync_tree(),
-        };
-        leaves.and(tree)
-    })
 }
 
 /// One instant per batch, never before the previous batch's.

@@ -10,8 +10,10 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::merkle::{Hash, NodeId};
+use crate::syncer::Syncer;
 use crate::StoreError;
 
 const WIDTH: u64 = 32;
@@ -239,7 +241,9 @@ fn missing(id: NodeId) -> StoreError {
 /// Buffers completed nodes and writes them at commit.
 pub(crate) struct TreeWriter {
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
+    /// Syncs `file` on a thread of its own (see [`Syncer`]).
+    syncer: Syncer,
     pending: Vec<(u64, Hash)>,
 }
 
@@ -260,8 +264,10 @@ impl TreeWriter {
             file.set_len(len_for(size))
                 .map_err(|e| StoreError::io(&path, e))?;
         }
+        let file = Arc::new(file);
         Ok(TreeWriter {
             path,
+            syncer: Syncer::new(Arc::clone(&file), "annal-sync"),
             file,
             pending: Vec::new(),
         })
@@ -272,10 +278,30 @@ impl TreeWriter {
         self.pending.push((offset(id), *hash));
     }
 
-    /// Writes the buffered nodes (coalescing runs) and fdatasyncs once.
-    pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
+    /// Writes the buffered nodes (coalescing runs), then fdatasyncs the
+    /// file once on its syncer's thread while `beside` runs on this one
+    /// (the commit's leaves): neither sync waits for the other's journal
+    /// commit. Both run even if one fails; `beside`'s error comes first.
+    pub(crate) fn sync_beside(
+        &mut self,
+        beside: impl FnOnce() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let started = self
+            .write_pending()
+            .map(|written| written.then(|| self.syncer.start()));
+        let beside = beside();
+        let tree = match started {
+            Ok(Some(sync)) => sync.wait().map_err(|e| StoreError::io(&self.path, e)),
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        beside.and(tree)
+    }
+
+    /// Writes the buffered nodes, coalescing runs; whether there were any.
+    fn write_pending(&mut self) -> Result<bool, StoreError> {
         if self.pending.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         self.pending.sort_unstable_by_key(|(at, _)| *at);
         let mut run_start = self.pending[0].0;
@@ -293,9 +319,7 @@ impl TreeWriter {
         self.file
             .write_all_at(&run, run_start)
             .map_err(|e| StoreError::io(&self.path, e))?;
-        self.file
-            .sync_data()
-            .map_err(|e| StoreError::io(&self.path, e))
+        Ok(true)
     }
 }
 

@@ -172,6 +172,8 @@ struct Ingest {
     metrics: Arc<Metrics>,
     /// Requests in flight share commits through it.
     commits: GroupCommit,
+    /// Bodies being decoded at once (one per core): decoding is all CPU.
+    decoders: Arc<Semaphore>,
 }
 
 /// The ingest routes over `store`, counting into `metrics`.
@@ -180,6 +182,9 @@ pub fn router(store: Arc<Store>, limits: Limits, metrics: Arc<Metrics>) -> Route
         commits: GroupCommit::start(store.clone(), crate::group_commit::DEFAULT_MAX_EVENTS),
         store,
         slots: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+        decoders: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get()),
+        )),
         max_body_bytes: limits.max_body_bytes,
         metrics,
     };
@@ -493,18 +498,29 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
     let options = Options {
         cluster: params.cluster,
         time,
-        group_commit: Some(s.commits.clone()),
         ..Options::default()
     };
-    let store = s.store.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
+    let (store, commits) = (s.store.clone(), s.commits.clone());
+    // The request keeps its slot (`permit`) until its commit answers, but
+    // a thread only while its body is decoded: at most one per core
+    // decodes, and a request waiting for its commit holds none.
+    let Ok(decoding) = s.decoders.clone().acquire_owned().await else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "no decoder".into());
+    };
+    let submitted = tokio::task::spawn_blocking(move || {
+        let _decoding = decoding;
         let mut first = FirstRejection::default();
         let input = Input::reader(&name, Cursor::new(body));
-        pipeline::run(&store, vec![input], format, &options, &mut first)
-            .map(|summary| (summary, first.0))
+        pipeline::submit(&store, &commits, vec![input], format, &options, &mut first)
+            .map(|submitted| (submitted, first.0))
     })
     .await;
+    let result = match submitted {
+        Ok(Ok((submitted, first))) => Ok(submitted.committed().await.map(|s| (s, first))),
+        Ok(Err(e)) => Ok(Err(e)),
+        Err(e) => Err(e),
+    };
+    drop(permit);
     match result {
         Ok(Ok((summary, first))) => {
             let m = &s.metrics;
