@@ -7,13 +7,19 @@
 # Results in bench/results/kafka-COUNT-SEED.json.
 #
 # Usage: bash bench/kafka.sh [COUNT] [SEED]
+# With BIN=DIR set, DIR's annal and annal-bench are run instead of a fresh
+# release build (an A/B of two builds, alternating).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-1000000}
 seed=${2:-42}
 mkdir -p bench/data bench/results
 tansu=$(bash scripts/tansu.sh)
-cargo build --release --locked -p annal-cli -p annal-bench
+bin=${BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --locked -p annal-cli -p annal-bench
+  bin=target/release
+fi
 work=$(mktemp -d bench/data/kafka.XXXXXX)
 broker= server=
 trap 'for p in $server $broker; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
@@ -24,12 +30,12 @@ broker=$!
 until (exec 3<>"/dev/tcp/127.0.0.1/$kport") 2>/dev/null; do sleep 0.1; done
 "$tansu" topic create bench --partitions 3 --broker "tcp://127.0.0.1:$kport" >/dev/null
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $count envelopes, seed $seed, 3 partitions"
-target/release/annal-bench kafka-produce --brokers "127.0.0.1:$kport" --topic bench \
+"$bin/annal-bench" kafka-produce --brokers "127.0.0.1:$kport" --topic bench \
   --partitions 3 --count "$count" --seed "$seed"
-target/release/annal --data "$work/ledger" init >/dev/null
+"$bin/annal" --data "$work/ledger" init >/dev/null
 port=$((20000 + RANDOM % 20000))
 /usr/bin/time -f "server: peak RSS %M KB, CPU %P" -o "$work/time" \
-  target/release/annal --data "$work/ledger" serve --listen "127.0.0.1:$port" \
+  "$bin/annal" --data "$work/ledger" serve --listen "127.0.0.1:$port" \
   --kafka-brokers "127.0.0.1:$kport" --kafka-topic bench --kafka-group bench 2> "$work/server.log" &
 timer=$!
 until grep -q "serving on" "$work/server.log"; do
@@ -72,10 +78,10 @@ kill -TERM "$server"
 wait "$timer" || true
 server=
 cat "$work/time"
-size=$(target/release/annal --data "$work/ledger" status -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+size=$("$bin/annal" --data "$work/ledger" status -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
 echo "ledger size $size"
 [ "$size" = "$count" ] || { echo "MISMATCH: the ledger holds $size events, not $count" >&2; exit 1; }
-target/release/annal --data "$work/ledger" verify >/dev/null
+"$bin/annal" --data "$work/ledger" verify >/dev/null
 python3 - "$out" "$size" "$work/time" <<'PY'
 import json, re, sys
 path, size, timing = sys.argv[1], int(sys.argv[2]), open(sys.argv[3]).read()
