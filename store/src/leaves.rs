@@ -523,7 +523,12 @@ mod tests {
     fn first_page_cached(path: &Path) -> bool {
         let file = File::open(path).unwrap();
         let mut page = [0u8; 4096];
-        match preadv2(&file, &mut [IoSliceMut::new(&mut page)], 0, ReadWriteFlags::NOWAIT) {
+        match preadv2(
+            &file,
+            &mut [IoSliceMut::new(&mut page)],
+            0,
+            ReadWriteFlags::NOWAIT,
+        ) {
             Ok(_) => true,
             Err(Errno::AGAIN) => false,
             Err(e) => panic!("preadv2: {e}"),
