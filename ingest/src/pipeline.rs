@@ -123,12 +123,17 @@ pub fn run(
         batch_size: options.batch_size.max(1),
         options: options.clone(),
         started: Timestamp::now(),
+        spent: None,
     };
+    // Committed events go back to the reader, which allocated them, to be
+    // freed there (see `Store::append_consumed`).
+    let (spent, spent_rx) = mpsc::channel::<Vec<PreparedEvent>>();
     let mut committer = Committer {
         store,
         format,
         group_commit: options.group_commit.as_ref(),
         receipts: None,
+        spent: Some(spent),
         observer,
         bytes_read: Arc::clone(&bytes_read),
         summary: Summary::default(),
@@ -136,7 +141,13 @@ pub fn run(
     let (tx, rx) = mpsc::sync_channel::<Result<Chunk, IngestError>>(2);
     let counter = Arc::clone(&bytes_read);
     std::thread::scope(|scope| {
-        scope.spawn(move || reader.read_all(inputs, counter, |chunk| tx.send(chunk).is_ok()));
+        scope.spawn(move || {
+            let reader = Reader {
+                spent: Some(spent_rx),
+                ..reader
+            };
+            reader.read_all(inputs, counter, |chunk| tx.send(chunk).is_ok())
+        });
         rx.into_iter()
             .try_for_each(|chunk| chunk.and_then(|c| committer.take(c)))
     })?;
@@ -169,12 +180,14 @@ pub fn submit(
         batch_size: options.batch_size.max(1),
         options: options.clone(),
         started: Timestamp::now(),
+        spent: None,
     };
     let mut committer = Committer {
         store,
         format,
         group_commit: Some(commits),
         receipts: Some(Vec::new()),
+        spent: None,
         observer,
         bytes_read: Arc::clone(&bytes_read),
         summary: Summary::default(),
@@ -230,6 +243,8 @@ struct Committer<'a> {
     /// Where batches' receipts go when the caller waits for them later
     /// ([`submit`]); `None`: each commit is waited for in turn.
     receipts: Option<Vec<Receipt>>,
+    /// Where events committed here go to be freed (their reader thread).
+    spent: Option<mpsc::Sender<Vec<PreparedEvent>>>,
     observer: &'a mut dyn Observer,
     bytes_read: Arc<AtomicU64>,
     summary: Summary,
@@ -266,7 +281,13 @@ impl Committer<'_> {
                     None
                 }
                 (Some(shared), None) => Some(shared.append(chunk.events)?),
-                (None, _) => Some(self.store.append_prepared(chunk.events)?),
+                (None, _) => {
+                    let outcome = self.store.append_consumed(&chunk.events, &[])?;
+                    if let Some(spent) = &self.spent {
+                        let _ = spent.send(chunk.events);
+                    }
+                    Some(outcome)
+                }
             };
             if let Some(outcome) = outcome {
                 summary.appended += outcome.appended;
@@ -288,6 +309,9 @@ struct Reader {
     options: Options,
     /// Stands in for the file time of stdin.
     started: Timestamp,
+    /// Events committed since, to free here: drained at every record, so
+    /// that their memory is free before the next batch is decoded into it.
+    spent: Option<mpsc::Receiver<Vec<PreparedEvent>>>,
 }
 
 impl Reader {
@@ -326,6 +350,9 @@ impl Reader {
                         return;
                     }
                 };
+                if let Some(spent) = &self.spent {
+                    spent.try_iter().for_each(drop);
+                }
                 chunk.records += 1;
                 let mut decoded = Decoded::default();
                 decode_framed(self.format, framed, syntax, &mut ctx, &mut decoded);

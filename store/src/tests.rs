@@ -741,17 +741,17 @@ fn consumed_offsets_commit_with_their_leaves_survive_reopen_and_never_go_back() 
         let store = Store::open(dir.path()).unwrap();
         assert!(store.source_offsets(source).unwrap().is_empty());
         let out = store
-            .append_consumed(prepared(&["a", "b"]), &[at(0, 2), at(1, 7)])
+            .append_consumed(&prepared(&["a", "b"]), &[at(0, 2), at(1, 7)])
             .unwrap();
         assert_eq!(out.appended, 2);
         // Re-delivered messages: duplicates only, yet the offset moves on.
         let out = store
-            .append_consumed(prepared(&["b"]), &[at(1, 8)])
+            .append_consumed(&prepared(&["b"]), &[at(1, 8)])
             .unwrap();
         assert_eq!((out.appended, out.duplicates), (0, 1));
         // An older offset (a partition re-read after a rebalance) is ignored.
         store
-            .append_consumed(prepared(&["c"]), &[at(0, 1)])
+            .append_consumed(&prepared(&["c"]), &[at(0, 1)])
             .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();

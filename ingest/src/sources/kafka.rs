@@ -339,6 +339,7 @@ fn consumer(
         in_flight: Mutex::new(0),
         landed: Condvar::new(),
         broken: AtomicBool::new(false),
+        spent: Mutex::default(),
     };
     let consumer: BaseConsumer<Source> = client.create_with_context(source)?;
     let names: Vec<&str> = config.topics.iter().map(|t| t.name.as_str()).collect();
@@ -423,6 +424,8 @@ struct Source {
     landed: Condvar,
     /// Set when a batch failed: no later batch is committed.
     broken: AtomicBool,
+    /// Committed events, for the poll thread to free.
+    spent: Mutex<Vec<Vec<PreparedEvent>>>,
 }
 
 /// Read but not yet committed.
@@ -525,6 +528,9 @@ impl Source {
     /// Hands the pending batch to the committer (waiting while one is
     /// already queued), or commits it here when there is no committer.
     fn hand_off(&self, consumer: &BaseConsumer<Source>) -> Result<(), Error> {
+        // The batches committed since the last hand-off are freed here, on
+        // the poll thread that decoded them.
+        drop(std::mem::take(&mut *lock(&self.spent)));
         let batch = std::mem::take(&mut *lock(&self.pending));
         if batch.messages == 0 {
             return Ok(());
@@ -606,13 +612,16 @@ impl Source {
                 next: *next as u64,
             })
             .collect();
-        let outcome = match self.store.append_consumed(batch.events, &offsets) {
+        let outcome = match self.store.append_consumed(&batch.events, &offsets) {
             Ok(o) => o,
             Err(e) => {
                 self.broken.store(true, Ordering::Release);
                 return Err(e.into());
             }
         };
+        // Freed by the poll thread, which allocated them (see
+        // `Store::append_consumed`).
+        lock(&self.spent).push(batch.events);
         let m = &self.metrics;
         m.messages.fetch_add(batch.messages, Ordering::Relaxed);
         m.appended.fetch_add(outcome.appended, Ordering::Relaxed);
