@@ -118,16 +118,10 @@ pub fn run(
     observer: &mut dyn Observer,
 ) -> Result<Summary, IngestError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let reader = Reader {
-        format,
-        batch_size: options.batch_size.max(1),
-        options: options.clone(),
-        started: Timestamp::now(),
-        spent: None,
-    };
     // Committed events go back to the reader, which allocated them, to be
     // freed there (see `Store::append_consumed`).
     let (spent, spent_rx) = mpsc::channel::<Vec<PreparedEvent>>();
+    let reader = Reader::new(format, options, Some(spent_rx));
     let mut committer = Committer {
         store,
         format,
@@ -141,13 +135,7 @@ pub fn run(
     let (tx, rx) = mpsc::sync_channel::<Result<Chunk, IngestError>>(2);
     let counter = Arc::clone(&bytes_read);
     std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let reader = Reader {
-                spent: Some(spent_rx),
-                ..reader
-            };
-            reader.read_all(inputs, counter, |chunk| tx.send(chunk).is_ok())
-        });
+        scope.spawn(move || reader.read_all(inputs, counter, |chunk| tx.send(chunk).is_ok()));
         rx.into_iter()
             .try_for_each(|chunk| chunk.and_then(|c| committer.take(c)))
     })?;
@@ -175,13 +163,7 @@ pub fn submit(
     observer: &mut dyn Observer,
 ) -> Result<Submitted, IngestError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let reader = Reader {
-        format,
-        batch_size: options.batch_size.max(1),
-        options: options.clone(),
-        started: Timestamp::now(),
-        spent: None,
-    };
+    let reader = Reader::new(format, options, None);
     let mut committer = Committer {
         store,
         format,
@@ -315,6 +297,20 @@ struct Reader {
 }
 
 impl Reader {
+    fn new(
+        format: Format,
+        options: &Options,
+        spent: Option<mpsc::Receiver<Vec<PreparedEvent>>>,
+    ) -> Reader {
+        Reader {
+            format,
+            batch_size: options.batch_size.max(1),
+            options: options.clone(),
+            started: Timestamp::now(),
+            spent,
+        }
+    }
+
     /// Frames, decodes and batches every input, handing each chunk to
     /// `send`. Stops at the first I/O error (handed on too) or when `send`
     /// says the committer is done.
