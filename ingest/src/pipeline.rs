@@ -122,12 +122,14 @@ pub fn run(
     // freed there (see `Store::append_consumed`).
     let (spent, spent_rx) = mpsc::channel::<Vec<PreparedEvent>>();
     let reader = Reader::new(format, options, Some(spent_rx));
+    let commits = match &options.group_commit {
+        Some(shared) => Commits::Shared(shared),
+        None => Commits::Store { spent },
+    };
     let mut committer = Committer {
         store,
         format,
-        group_commit: options.group_commit.as_ref(),
-        receipts: None,
-        spent: Some(spent),
+        commits,
         observer,
         bytes_read: Arc::clone(&bytes_read),
         summary: Summary::default(),
@@ -167,9 +169,7 @@ pub fn submit(
     let mut committer = Committer {
         store,
         format,
-        group_commit: Some(commits),
-        receipts: Some(Vec::new()),
-        spent: None,
+        commits: Commits::Submitted(commits, Vec::new()),
         observer,
         bytes_read: Arc::clone(&bytes_read),
         summary: Summary::default(),
@@ -184,7 +184,10 @@ pub fn submit(
             }
         }
     });
-    let receipts = committer.receipts.take().unwrap_or_default();
+    let receipts = match committer.commits {
+        Commits::Submitted(_, receipts) => receipts,
+        Commits::Store { .. } | Commits::Shared(_) => Vec::new(),
+    };
     let mut summary = committer.summary;
     summary.bytes = bytes_read.load(Ordering::Relaxed);
     match failed {
@@ -221,15 +224,24 @@ impl Submitted {
 struct Committer<'a> {
     store: &'a Store,
     format: Format,
-    group_commit: Option<&'a GroupCommit>,
-    /// Where batches' receipts go when the caller waits for them later
-    /// ([`submit`]); `None`: each commit is waited for in turn.
-    receipts: Option<Vec<Receipt>>,
-    /// Where events committed here go to be freed (their reader thread).
-    spent: Option<mpsc::Sender<Vec<PreparedEvent>>>,
+    commits: Commits<'a>,
     observer: &'a mut dyn Observer,
     bytes_read: Arc<AtomicU64>,
     summary: Summary,
+}
+
+/// Where a chunk's events are committed.
+enum Commits<'a> {
+    /// To the store, on this thread; the events then go back to their
+    /// reader thread to be freed there (see `Store::append_consumed`).
+    Store {
+        spent: mpsc::Sender<Vec<PreparedEvent>>,
+    },
+    /// Through the shared committer, each commit waited for in turn.
+    Shared(&'a GroupCommit),
+    /// Through the shared committer, the receipts kept for the caller to
+    /// wait on later ([`submit`]).
+    Submitted(&'a GroupCommit, Vec<Receipt>),
 }
 
 impl Committer<'_> {
@@ -257,18 +269,16 @@ impl Committer<'_> {
                 self.store.flush()?;
             }
         } else {
-            let outcome = match (self.group_commit, &mut self.receipts) {
-                (Some(shared), Some(receipts)) => {
+            let outcome = match &mut self.commits {
+                Commits::Store { spent } => {
+                    let outcome = self.store.append_consumed(&chunk.events, &[])?;
+                    let _ = spent.send(chunk.events);
+                    Some(outcome)
+                }
+                Commits::Shared(shared) => Some(shared.append(chunk.events)?),
+                Commits::Submitted(shared, receipts) => {
                     receipts.push(shared.submit(chunk.events));
                     None
-                }
-                (Some(shared), None) => Some(shared.append(chunk.events)?),
-                (None, _) => {
-                    let outcome = self.store.append_consumed(&chunk.events, &[])?;
-                    if let Some(spent) = &self.spent {
-                        let _ = spent.send(chunk.events);
-                    }
-                    Some(outcome)
                 }
             };
             if let Some(outcome) = outcome {

@@ -552,8 +552,8 @@ mod tests {
             assert!(!first_page_cached(&path), "synced leaves stay cached");
         }
         // Read back from the disk, byte for byte.
+        let file = File::open(&path).unwrap();
         for (p, leaf) in pointers.iter().zip(&leaves) {
-            let file = File::open(&path).unwrap();
             let mut got = vec![0u8; p.len as usize];
             std::os::unix::fs::FileExt::read_exact_at(&file, &mut got, p.offset).unwrap();
             assert_eq!(&got, leaf);
