@@ -514,10 +514,15 @@ pub fn decode_input(
     options: &Options,
 ) -> Decoded {
     let mut out = Decoded::default();
+    let mut ctx = options.context(name, input_time);
+    // (Bytes that start with `{` are JSON to every format.)
+    if let Some(one) = crate::record::single_line(bytes, options.stream_lists_over) {
+        decode_framed(format, one, Syntax::Json, &mut ctx, &mut out);
+        return out;
+    }
     let Ok((syntax, framer)) = frame(format, bytes, options.stream_lists_over) else {
         return out;
     };
-    let mut ctx = options.context(name, input_time);
     for framed in framer.map_while(Result::ok) {
         decode_framed(format, framed, syntax, &mut ctx, &mut out);
     }

@@ -667,83 +667,113 @@ pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, 
     }
 }
 
-/// Borrowed views of the Kubernetes object types, for validation only.
+/// Borrowed views of the Kubernetes object types: for validation, and for
+/// the indexes, which read a few fields of every object.
 ///
 /// They mirror the owned types field for field (same names, defaults and
 /// container types) but borrow every string and skip unnamed fields, so a
-/// valid object is checked without copying it. A test keeps the two in
-/// agreement. The fields exist to be type-checked by serde, never read.
-#[allow(dead_code)]
-mod shape {
+/// valid object is checked, or its metadata read, without copying it (the
+/// owned [`KubeObject`](crate::data::KubeObject) copies `spec` and `status` into its `extra`). A test
+/// keeps the two in agreement: a view decodes exactly what the owned type
+/// decodes.
+pub mod shape {
     use std::collections::BTreeMap;
 
     use serde::de::IgnoredAny;
     use serde::Deserialize;
 
+    /// [`KubeObject`](super::KubeObject) (and [`ObjectDeleted`](super::ObjectDeleted)), borrowed.
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    pub(super) struct Object<'a> {
+    pub struct Object<'a> {
+        /// As in the owned type.
         #[serde(borrow)]
         pub api_version: &'a str,
+        /// As in the owned type.
         #[serde(borrow)]
         pub kind: &'a str,
+        /// As in the owned type.
         #[serde(borrow)]
         pub metadata: Meta<'a>,
     }
 
+    /// [`ObjectMeta`](super::ObjectMeta), borrowed.
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    pub(super) struct Meta<'a> {
+    pub struct Meta<'a> {
+        /// As in the owned type.
         #[serde(borrow)]
         pub name: &'a str,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub namespace: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub uid: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub resource_version: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub labels: BTreeMap<&'a str, &'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub annotations: BTreeMap<&'a str, &'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub owner_references: Vec<OwnerReference<'a>>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub finalizers: Vec<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub managed_fields: Vec<ManagedFields<'a>>,
     }
 
+    /// [`OwnerReference`](super::OwnerReference), borrowed.
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    pub(super) struct OwnerReference<'a> {
+    pub struct OwnerReference<'a> {
+        /// As in the owned type.
         #[serde(borrow)]
         pub api_version: &'a str,
+        /// As in the owned type.
         #[serde(borrow)]
         pub kind: &'a str,
+        /// As in the owned type.
         #[serde(borrow)]
         pub name: &'a str,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub uid: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default)]
         pub controller: Option<bool>,
     }
 
+    /// [`ManagedFieldsEntry`](super::ManagedFieldsEntry), borrowed (`fieldsV1` only checked).
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    pub(super) struct ManagedFields<'a> {
+    pub struct ManagedFields<'a> {
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub manager: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub operation: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub api_version: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub time: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub fields_type: Option<&'a str>,
+        /// As in the owned type.
         #[serde(default, rename = "fieldsV1")]
         pub fields_v1: Option<IgnoredAny>,
+        /// As in the owned type.
         #[serde(default, borrow)]
         pub subresource: Option<&'a str>,
     }

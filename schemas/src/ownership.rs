@@ -149,17 +149,17 @@ pub fn of_object(object: &crate::data::KubeObject) -> Markers {
 /// The claims an object makes through its labels and annotations.
 pub fn markers(
     object: ObjectIdentity<'_>,
-    labels: &BTreeMap<String, String>,
-    annotations: &BTreeMap<String, String>,
+    labels: &impl Lookup,
+    annotations: &impl Lookup,
 ) -> Markers {
     let mut out = Markers::default();
-    if let Some(value) = annotations.get(ARGOCD_TRACKING_ID) {
+    if let Some(value) = annotations.lookup(ARGOCD_TRACKING_ID) {
         match TrackingId::parse(value) {
             Some(t) if t.matches(&object) => out.claims.push(Claim {
                 owner: format!("argocd:{}", t.app),
                 marker: Marker::TrackingId,
             }),
-            _ => out.tracking_mismatch = Some(value.clone()),
+            _ => out.tracking_mismatch = Some(value.to_string()),
         }
     }
     let pairs = [
@@ -177,17 +177,17 @@ pub fn markers(
         ),
     ];
     for (name_key, ns_key, prefix, marker) in pairs {
-        if let (Some(name), Some(ns)) = (labels.get(name_key), labels.get(ns_key)) {
+        if let (Some(name), Some(ns)) = (labels.lookup(name_key), labels.lookup(ns_key)) {
             out.claims.push(Claim {
                 owner: format!("{prefix}:{ns}/{name}"),
                 marker,
             });
         }
     }
-    if labels.get(MANAGED_BY).map(String::as_str) == Some("Helm") {
+    if labels.lookup(MANAGED_BY) == Some("Helm") {
         if let (Some(name), Some(ns)) = (
-            annotations.get(HELM_RELEASE_NAME),
-            annotations.get(HELM_RELEASE_NAMESPACE),
+            annotations.lookup(HELM_RELEASE_NAME),
+            annotations.lookup(HELM_RELEASE_NAMESPACE),
         ) {
             out.claims.push(Claim {
                 owner: format!("helm:{ns}/{name}"),
@@ -196,21 +196,40 @@ pub fn markers(
         }
     }
     if let (Some(name), Some(ns)) = (
-        labels.get(FLEET_BUNDLE_NAME),
-        labels.get(FLEET_BUNDLE_NAMESPACE),
+        labels.lookup(FLEET_BUNDLE_NAME),
+        labels.lookup(FLEET_BUNDLE_NAMESPACE),
     ) {
         out.claims.push(Claim {
             owner: format!("fleet:{ns}/{name}"),
             marker: Marker::Fleet,
         });
     }
-    if let Some(app) = labels.get(INSTANCE_LABEL) {
+    if let Some(app) = labels.lookup(INSTANCE_LABEL) {
         out.claims.push(Claim {
             owner: format!("argocd:{app}"),
             marker: Marker::InstanceLabel,
         });
     }
     out
+}
+
+/// Labels or annotations, owned (a decoded object) or borrowed (the
+/// indexes' view of an event's data).
+pub trait Lookup {
+    /// The value of `key`, if set.
+    fn lookup(&self, key: &str) -> Option<&str>;
+}
+
+impl Lookup for BTreeMap<String, String> {
+    fn lookup(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+impl Lookup for BTreeMap<&str, &str> {
+    fn lookup(&self, key: &str) -> Option<&str> {
+        self.get(key).copied()
+    }
 }
 
 /// Who owns an object, decided from all its claims.
@@ -423,7 +442,7 @@ mod tests {
         assert_eq!(m.tracking_mismatch, None);
 
         let copied = map(&[(ARGOCD_TRACKING_ID, "gb:apps/Deployment:default/other")]);
-        let m = markers(DEPLOY, &BTreeMap::new(), &copied);
+        let m = markers(DEPLOY, &BTreeMap::<String, String>::new(), &copied);
         assert!(m.claims.is_empty());
         assert!(m.tracking_mismatch.is_some());
     }

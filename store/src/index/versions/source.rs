@@ -1,6 +1,6 @@
 //! Reading an object version out of a log entry.
 
-use annal_schemas::data::{KubeObject, ObjectDeleted, ObjectMeta};
+use annal_schemas::data::shape;
 use annal_schemas::ownership::{self, ObjectIdentity};
 use annal_schemas::{Envelope, EventType};
 use serde::Deserialize;
@@ -34,35 +34,35 @@ impl NewVersion {
     /// to decode it cost more than the rest of indexing.
     pub(crate) fn of(event: &Envelope) -> Option<NewVersion> {
         let cluster = event.cluster.clone()?;
-        let (api_version, kind, metadata, deleted) = match event.event_type {
+        let deleted = match event.event_type {
             EventType::ObjectObserved => {
                 if event.data.get("partial").is_some() {
                     return None;
                 }
-                let o = KubeObject::deserialize(&event.data).ok()?;
-                (o.api_version, o.kind, o.metadata, false)
+                false
             }
-            EventType::ObjectDeleted => {
-                let o = ObjectDeleted::deserialize(&event.data).ok()?;
-                (o.api_version, o.kind, o.metadata, true)
-            }
+            EventType::ObjectDeleted => true,
             _ => return None,
         };
-        let namespace = metadata.namespace.clone().unwrap_or_default();
+        // The borrowed view decodes exactly what the owned types decode
+        // (`KubeObject`, `ObjectDeleted`), without copying the object.
+        let shape::Object {
+            api_version,
+            kind,
+            metadata,
+        } = shape::Object::deserialize(&event.data).ok()?;
+        let namespace = metadata.namespace.unwrap_or_default();
         let name = ObjectName {
-            group: ownership::group_of(&api_version).to_string(),
-            kind: kind.clone(),
-            namespace: namespace.clone(),
-            name: metadata.name.clone(),
+            group: ownership::group_of(api_version).to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.to_string(),
+            name: metadata.name.to_string(),
         };
-        let parsed: Option<u64> = metadata
-            .resource_version
-            .as_deref()
-            .and_then(|rv| rv.parse().ok());
+        let parsed: Option<u64> = metadata.resource_version.and_then(|rv| rv.parse().ok());
         let rv = parsed.unwrap_or(0);
-        let rv_decimal = parsed
-            .is_some_and(|n| metadata.resource_version.as_deref() == Some(n.to_string().as_str()));
-        let mut details = details_of(&api_version, &kind, &namespace, metadata, deleted);
+        let rv_decimal =
+            parsed.is_some_and(|n| metadata.resource_version == Some(n.to_string().as_str()));
+        let mut details = details_of(api_version, kind, namespace, &metadata, deleted);
         if rv_decimal {
             details.resource_version.clear();
         }
@@ -82,7 +82,7 @@ fn details_of(
     api_version: &str,
     kind: &str,
     namespace: &str,
-    meta: ObjectMeta,
+    meta: &shape::Meta<'_>,
     deleted: bool,
 ) -> VersionDetails {
     let markers = if deleted {
@@ -93,7 +93,7 @@ fn details_of(
                 api_version,
                 kind,
                 namespace,
-                name: &meta.name,
+                name: meta.name,
             },
             &meta.labels,
             &meta.annotations,
@@ -102,14 +102,14 @@ fn details_of(
     let mut managers: Vec<String> = meta
         .managed_fields
         .iter()
-        .filter_map(|m| m.manager.clone())
+        .filter_map(|m| m.manager.map(str::to_string))
         .collect();
     managers.sort();
     managers.dedup();
     VersionDetails {
         api_version: api_version.to_string(),
-        uid: meta.uid.unwrap_or_default(),
-        resource_version: meta.resource_version.unwrap_or_default(),
+        uid: meta.uid.unwrap_or_default().to_string(),
+        resource_version: meta.resource_version.unwrap_or_default().to_string(),
         claims: markers.claims,
         tracking_mismatch: markers.tracking_mismatch,
         managers,
