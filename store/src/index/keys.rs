@@ -59,15 +59,12 @@ impl Keys {
     /// Adds the keys of the entry at `index`.
     pub(super) fn add(&self, index: u64, id: &str, facts: &Facts) {
         self.filter.insert(id.as_bytes());
-        self.ids
-            .insert(id.as_bytes().to_vec(), index.to_be_bytes().to_vec());
+        self.ids.insert(id.as_bytes(), &index.to_be_bytes());
         let cluster = facts.cluster.as_deref().unwrap_or("");
         self.cluster_time
-            .insert(time_key(cluster, facts.time, index), Vec::new());
-        self.type_time.insert(
-            time_key(facts.event_type.as_str(), facts.time, index),
-            Vec::new(),
-        );
+            .insert(&time_key(cluster, facts.time, index), &[]);
+        self.type_time
+            .insert(&time_key(facts.event_type.as_str(), facts.time, index), &[]);
     }
 
     /// Freezes the pending keys of each index for a run (written by

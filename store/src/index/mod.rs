@@ -29,6 +29,7 @@
 mod id_filter;
 mod keys;
 pub(crate) mod mark;
+mod pending;
 mod preflight;
 mod runs;
 pub mod versions;

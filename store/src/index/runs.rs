@@ -21,24 +21,25 @@
 //! held every HTTP request waiting for the commit after it that long
 //! (README "HTTP ingest under load").
 //!
-//! Pending and frozen keys are held as the keyspace is read: sorted for
-//! the range scans of the time orders, hashed for the point reads of ids
-//! and object states. Every event inserts one id and reads and writes one
-//! object state, and a miss in a B-tree of a mark's ~170k pending keys
-//! costs about 17 key comparisons where a hash probe costs one; the
-//! mark's thread sorts hashed keys for their run.
+//! Pending and frozen keys are held in one buffer each, found through a
+//! hash table ([`pending`](super::pending)): every event inserts an id and
+//! two time keys and reads and writes one object state, so an insert and a
+//! point read must cost one probe and no allocation. Range reads of them
+//! (a writer's own queries) and the mark's thread sort them.
 //!
 //! Emptying a keyspace replaces it by a new one (`ids`, then `ids.1`, ...)
 //! rather than calling fjall's `clear`: fjall journals a clear and replays
 //! it on every open after any run registered since, which would empty a
 //! rebuilt index again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
 use fjall::config::PinningPolicy;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+
+use super::pending::{Keys, Pair};
 
 /// How a keyspace is read, which decides what of its tables stays in
 /// memory (fjall keeps a keyspace's options from its creation on).
@@ -119,102 +120,6 @@ pub(crate) struct Buffered {
     frozen: Arc<RwLock<Arc<Keys>>>,
 }
 
-/// Keys and values held in memory, kept as the keyspace is read.
-#[derive(Clone)]
-enum Keys {
-    /// For range scans.
-    Sorted(BTreeMap<Vec<u8>, Vec<u8>>),
-    /// For point reads.
-    Hashed(HashMap<Vec<u8>, Vec<u8>, foldhash::fast::RandomState>),
-}
-
-impl Default for Keys {
-    /// Empty: either kind reads the same (frozen slots hold no keys
-    /// between runs).
-    fn default() -> Keys {
-        Keys::Sorted(BTreeMap::new())
-    }
-}
-
-impl Keys {
-    fn new(reads: Reads) -> Keys {
-        match reads {
-            Reads::Range => Keys::Sorted(BTreeMap::new()),
-            Reads::Point => Keys::Hashed(HashMap::default()),
-        }
-    }
-
-    fn get(&self, key: &[u8]) -> Option<&Vec<u8>> {
-        match self {
-            Keys::Sorted(m) => m.get(key),
-            Keys::Hashed(m) => m.get(key),
-        }
-    }
-
-    fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) -> Option<Vec<u8>> {
-        match self {
-            Keys::Sorted(m) => m.insert(key, value),
-            Keys::Hashed(m) => m.insert(key, value),
-        }
-    }
-
-    #[cfg(test)]
-    fn remove(&mut self, key: &[u8]) {
-        match self {
-            Keys::Sorted(m) => m.remove(key),
-            Keys::Hashed(m) => m.remove(key),
-        };
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            Keys::Sorted(m) => m.is_empty(),
-            Keys::Hashed(m) => m.is_empty(),
-        }
-    }
-
-    /// Takes in `newer`'s keys, its values winning.
-    fn extend(&mut self, newer: Keys) {
-        match newer {
-            Keys::Sorted(m) => m.into_iter().for_each(|(k, v)| {
-                self.insert(k, v);
-            }),
-            Keys::Hashed(m) => m.into_iter().for_each(|(k, v)| {
-                self.insert(k, v);
-            }),
-        }
-    }
-
-    /// Every key and value, in key order.
-    fn sorted(&self) -> Vec<(&Vec<u8>, &Vec<u8>)> {
-        match self {
-            Keys::Sorted(m) => m.iter().collect(),
-            Keys::Hashed(m) => {
-                let mut all: Vec<_> = m.iter().collect();
-                all.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                all
-            }
-        }
-    }
-
-    /// Copies of the keys within `bounds`, in key order.
-    fn range(&self, bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Vec<Pair> {
-        let copy = |(k, v): (&Vec<u8>, &Vec<u8>)| (k.clone(), v.clone());
-        match self {
-            Keys::Sorted(m) => m.range::<Vec<u8>, _>(bounds.clone()).map(copy).collect(),
-            Keys::Hashed(m) => {
-                let mut within: Vec<Pair> = m
-                    .iter()
-                    .filter(|(k, _)| std::ops::RangeBounds::contains(bounds, *k))
-                    .map(copy)
-                    .collect();
-                within.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                within
-            }
-        }
-    }
-}
-
 /// Keys frozen for a run, and where the run goes: what a mark writes on
 /// its own thread.
 pub(crate) struct Frozen {
@@ -238,7 +143,7 @@ impl Frozen {
         }
         let mut run = self.keyspace.start_ingestion()?;
         for (k, v) in self.keys.sorted() {
-            run.write(k.as_slice(), v.as_slice())?;
+            run.write(k, v)?;
         }
         run.finish()
     }
@@ -253,6 +158,7 @@ impl Frozen {
     }
 }
 
+#[derive(Default)]
 struct Pending {
     keys: Keys,
     /// Bytes of keys and values (what a run will be, roughly).
@@ -260,9 +166,10 @@ struct Pending {
 }
 
 impl Pending {
-    fn new(reads: Reads) -> Pending {
+    /// Empty, with room for as many keys as `last` held.
+    fn after(last: &Pending) -> Pending {
         Pending {
-            keys: Keys::new(reads),
+            keys: Keys::with_capacity(last.keys.buffer_len(), last.keys.len()),
             bytes: 0,
         }
     }
@@ -293,7 +200,7 @@ impl Buffered {
             name,
             reads,
             current: RwLock::new((newest, keyspace)),
-            pending: RwLock::new(Pending::new(reads)),
+            pending: RwLock::new(Pending::default()),
             frozen: Arc::default(),
         })
     }
@@ -307,22 +214,21 @@ impl Buffered {
     }
 
     /// Sets `key` to `value` (the newest write wins, pending or not).
-    pub(crate) fn insert(&self, key: Vec<u8>, value: Vec<u8>) {
+    pub(crate) fn insert(&self, key: &[u8], value: &[u8]) {
         let mut p = self.write();
-        let (key_len, value_len) = (key.len(), value.len());
         match p.keys.insert(key, value) {
-            Some(old) => p.bytes = (p.bytes + value_len).saturating_sub(old.len()),
-            None => p.bytes += key_len + value_len,
+            Some(old) => p.bytes = (p.bytes + value.len()).saturating_sub(old),
+            None => p.bytes += key.len() + value.len(),
         }
     }
 
     /// The value of `key`.
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, fjall::Error> {
         if let Some(v) = self.read().keys.get(key) {
-            return Ok(Some(v.clone()));
+            return Ok(Some(v.to_vec()));
         }
         if let Some(v) = self.frozen_keys().get(key) {
-            return Ok(Some(v.clone()));
+            return Ok(Some(v.to_vec()));
         }
         Ok(self.keyspace().get(key)?.map(|v| v.to_vec()))
     }
@@ -393,12 +299,13 @@ impl Buffered {
     pub(crate) fn freeze(&self) -> Frozen {
         let mut p = self.write();
         let mut slot = self.frozen.write().unwrap_or_else(|p| p.into_inner());
-        let keys = std::mem::replace(&mut *p, Pending::new(self.reads)).keys;
+        let fresh = Pending::after(&p);
+        let keys = std::mem::replace(&mut *p, fresh).keys;
         let keys = match slot.is_empty() {
             true => keys,
             false => {
                 let mut both = Keys::clone(&slot);
-                both.extend(keys);
+                both.extend(&keys);
                 both
             }
         };
@@ -413,7 +320,7 @@ impl Buffered {
     /// Empties the keyspace, runs and pending keys: the next generation
     /// replaces it. No frozen keys may be on their way into a run.
     pub(crate) fn clear(&self) -> Result<(), fjall::Error> {
-        *self.write() = Pending::new(self.reads);
+        *self.write() = Pending::default();
         *self.frozen.write().unwrap_or_else(|p| p.into_inner()) = Arc::default();
         let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
         let next = current.0 + 1;
@@ -467,8 +374,6 @@ fn generation(name: &str, found: &str) -> Option<u32> {
     }
 }
 
-type Pair = (Vec<u8>, Vec<u8>);
-
 /// Two key-sorted streams as one, an equal key once (the pending value).
 struct Merged<P: Iterator<Item = Pair>, S: Iterator<Item = Result<Pair, fjall::Error>>> {
     pending: std::iter::Peekable<P>,
@@ -520,9 +425,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let (_db, b) = keyspace(dir.path(), Reads::Point);
-            b.insert(b"a".to_vec(), b"1".to_vec());
+            b.insert(b"a", b"1");
             b.flush().unwrap();
-            b.insert(b"b".to_vec(), b"2".to_vec());
+            b.insert(b"b", b"2");
             b.flush().unwrap();
             assert_eq!(b.get(b"a").unwrap(), Some(b"1".to_vec()));
         }
@@ -533,7 +438,7 @@ mod tests {
         // (a journaled clear would be replayed over it).
         b.clear().unwrap();
         assert_eq!(b.get(b"a").unwrap(), None);
-        b.insert(b"c".to_vec(), b"3".to_vec());
+        b.insert(b"c", b"3");
         b.flush().unwrap();
         drop((_db, b));
         let (_db, b) = keyspace(dir.path(), Reads::Point);
@@ -562,7 +467,7 @@ mod tests {
             let mut frozen: Option<(Frozen, bool)> = None;
             for (k, v, step) in ops {
                 let key = vec![b'k', k];
-                b.insert(key.clone(), vec![v]);
+                b.insert(&key, &[v]);
                 model.insert(key, vec![v]);
                 match step {
                     // A synchronous flush (a run still frozen failed).

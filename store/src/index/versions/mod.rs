@@ -449,7 +449,7 @@ impl VersionIndex {
         for (key, (state, dirty, digest)) in changed {
             w.states.put(&digest, &state);
             if dirty {
-                self.objects.insert(key, state.encode());
+                self.objects.insert(&key, &state.encode());
             }
         }
         Ok(())

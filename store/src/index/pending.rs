@@ -1,0 +1,250 @@
+//! Keys waiting in memory for their run ([`runs`](super::runs)), held in
+//! one buffer.
+//!
+//! Why: a key and its value used to be two heap allocations, in a B-tree
+//! (the time orders) or a hash map (ids, object states) of such pairs.
+//! Every event inserts three keys and most events write an object state:
+//! the inserts, their allocations, and the frees on the mark's thread
+//! (memory of another thread, which the allocator takes back through its
+//! delayed lists) were about a fifth of the Kafka committer's samples.
+//! Here a pair is appended to one buffer and its place is a number in a
+//! hash table. The keys are sorted only when they are read in order: by a
+//! range read (which copies the keys it returns) and by the mark's thread
+//! for their run.
+//!
+//! Invariant: **a key has one entry, holding its newest value.** Inserting
+//! a key that is already held overwrites the value in place when it has
+//! the same length; otherwise the pair is appended and the entry points
+//! there, and the old bytes lie unused until the keys are dropped.
+
+use std::hash::BuildHasher;
+use std::ops::{Bound, RangeBounds};
+
+use hashbrown::HashTable;
+
+/// A key and its value, copied out.
+pub(crate) type Pair = (Vec<u8>, Vec<u8>);
+
+/// Where a pair lies in the buffer: the key, then the value.
+#[derive(Clone, Copy)]
+struct Entry {
+    at: usize,
+    key: u32,
+    value: u32,
+}
+
+/// Keys and values in one buffer, found by key.
+#[derive(Clone, Default)]
+pub(crate) struct Keys {
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+    /// Numbers of the entries (into `entries`), by their key's hash.
+    table: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Keys {
+    /// Empty, with room for `keys` pairs of `bytes` bytes in all (the size
+    /// of the keys before them, so that the buffer seldom grows).
+    pub(crate) fn with_capacity(bytes: usize, keys: usize) -> Keys {
+        Keys {
+            bytes: Vec::with_capacity(bytes),
+            entries: Vec::with_capacity(keys),
+            table: HashTable::with_capacity(keys),
+            hasher: Default::default(),
+        }
+    }
+
+    /// Keys held.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Bytes of the buffer in use (unused old values included).
+    pub(crate) fn buffer_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The value of `key`.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        let hash = self.hasher.hash_one(key);
+        let n = self
+            .table
+            .find(hash, |&n| key_of(&self.bytes, &self.entries, n) == key)?;
+        Some(value_of(&self.bytes, &self.entries, *n))
+    }
+
+    /// Sets `key` to `value`; the length of the value it replaces, if the
+    /// key was held.
+    pub(crate) fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<usize> {
+        let Keys {
+            bytes,
+            entries,
+            table,
+            hasher,
+        } = self;
+        let hash = hasher.hash_one(key);
+        let slot = table.entry(
+            hash,
+            |&n| key_of(bytes, entries, n) == key,
+            |&n| hasher.hash_one(key_of(bytes, entries, n)),
+        );
+        match slot {
+            hashbrown::hash_table::Entry::Occupied(held) => {
+                let e = &mut entries[*held.get() as usize];
+                let old = e.value as usize;
+                if old == value.len() {
+                    let start = e.at + e.key as usize;
+                    bytes[start..start + old].copy_from_slice(value);
+                } else {
+                    *e = append(bytes, key, value);
+                }
+                Some(old)
+            }
+            hashbrown::hash_table::Entry::Vacant(free) => {
+                let n = entries.len() as u32;
+                entries.push(append(bytes, key, value));
+                free.insert(n);
+                None
+            }
+        }
+    }
+
+    /// Drops `key` (tests; its bytes stay unused).
+    #[cfg(test)]
+    pub(crate) fn remove(&mut self, key: &[u8]) {
+        let hash = self.hasher.hash_one(key);
+        let (bytes, entries) = (&self.bytes, &self.entries);
+        if let Ok(held) = self
+            .table
+            .find_entry(hash, |&n| key_of(bytes, entries, n) == key)
+        {
+            held.remove();
+        }
+    }
+
+    /// Takes in `newer`'s keys, its values winning.
+    pub(crate) fn extend(&mut self, newer: &Keys) {
+        for (k, v) in newer.iter() {
+            self.insert(k, v);
+        }
+    }
+
+    /// Every key and value, in no order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.table.iter().map(|&n| {
+            (
+                key_of(&self.bytes, &self.entries, n),
+                value_of(&self.bytes, &self.entries, n),
+            )
+        })
+    }
+
+    /// Every key and value, in key order.
+    pub(crate) fn sorted(&self) -> Vec<(&[u8], &[u8])> {
+        let mut all: Vec<_> = self.iter().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all
+    }
+
+    /// Copies of the keys within `bounds`, in key order.
+    pub(crate) fn range(&self, bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Vec<Pair> {
+        let mut within: Vec<Pair> = self
+            .iter()
+            .filter(|(k, _)| contains(bounds, k))
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect();
+        within.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        within
+    }
+}
+
+/// Whether `bounds` (of owned keys) holds `key`, compared as slices.
+fn contains(bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>), key: &[u8]) -> bool {
+    let above = match bounds.start_bound() {
+        Bound::Included(s) => key >= s.as_slice(),
+        Bound::Excluded(s) => key > s.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match bounds.end_bound() {
+        Bound::Included(e) => key <= e.as_slice(),
+        Bound::Excluded(e) => key < e.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+fn append(bytes: &mut Vec<u8>, key: &[u8], value: &[u8]) -> Entry {
+    let at = bytes.len();
+    bytes.extend_from_slice(key);
+    bytes.extend_from_slice(value);
+    Entry {
+        at,
+        key: key.len() as u32,
+        value: value.len() as u32,
+    }
+}
+
+fn key_of<'a>(bytes: &'a [u8], entries: &[Entry], n: u32) -> &'a [u8] {
+    let e = entries[n as usize];
+    &bytes[e.at..e.at + e.key as usize]
+}
+
+fn value_of<'a>(bytes: &'a [u8], entries: &[Entry], n: u32) -> &'a [u8] {
+    let e = entries[n as usize];
+    let start = e.at + e.key as usize;
+    &bytes[start..start + e.value as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Against BTreeMaps: gets, the sorted pairs and ranges answer as
+        /// the model, whatever was overwritten (with values of the same
+        /// length or not) or removed, and after newer keys are merged in.
+        #[test]
+        fn answers_as_a_sorted_map(
+            ops in prop::collection::vec((0u8..30, 0u8..4, prop::collection::vec(any::<u8>(), 0..4)), 1..150),
+            cut in 0usize..150,
+        ) {
+            let mut keys = [Keys::default(), Keys::with_capacity(16, 2)];
+            let mut models = [BTreeMap::new(), BTreeMap::new()];
+            for (i, (k, op, v)) in ops.into_iter().enumerate() {
+                let key: Vec<u8> = std::iter::repeat_n(b'k', 1 + (k % 3) as usize).chain([k]).collect();
+                let which = usize::from(i >= cut);
+                if op == 0 {
+                    keys[which].remove(&key);
+                    models[which].remove(&key);
+                } else {
+                    let had = models[which].insert(key.clone(), v.clone());
+                    prop_assert_eq!(keys[which].insert(&key, &v), had.map(|h| h.len()));
+                }
+            }
+            let [mut older, newer] = keys;
+            let [mut model, newer_model] = models;
+            older.extend(&newer);
+            model.extend(newer_model);
+            prop_assert_eq!(older.len(), model.len());
+            for (k, v) in &model {
+                prop_assert_eq!(older.get(k), Some(v.as_slice()));
+            }
+            prop_assert_eq!(older.get(b"absent"), None);
+            let sorted: Vec<Pair> = older.sorted().into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            prop_assert_eq!(sorted, model.clone().into_iter().collect::<Vec<_>>());
+            let (lo, hi) = (vec![b'k', 5], vec![b'k', b'k', 20]);
+            let bounds = (Bound::Included(lo.clone()), Bound::Excluded(hi.clone()));
+            let want: Vec<Pair> = model.range(lo..hi).map(|(k, v)| (k.clone(), v.clone())).collect();
+            prop_assert_eq!(older.range(&bounds), want);
+        }
+    }
+}
