@@ -329,7 +329,7 @@ impl Indexes {
         };
         let keys = keys::Keys::new(
             path,
-            keyspace("ids", Reads::Point)?,
+            keyspace("ids", Reads::Filtered)?,
             keyspace("cluster_time", Reads::Range)?,
             keyspace("type_time", Reads::Range)?,
         );
