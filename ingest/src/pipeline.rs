@@ -117,7 +117,6 @@ pub fn run(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Summary, IngestError> {
-    let bytes_read = Arc::new(AtomicU64::new(0));
     // Committed events go back to the reader, which allocated them, to be
     // freed there (see `Store::append_consumed`).
     let (spent, spent_rx) = mpsc::channel::<Vec<PreparedEvent>>();
@@ -126,24 +125,15 @@ pub fn run(
         Some(shared) => Commits::Shared(shared),
         None => Commits::Store { spent },
     };
-    let mut committer = Committer {
-        store,
-        format,
-        commits,
-        observer,
-        bytes_read: Arc::clone(&bytes_read),
-        summary: Summary::default(),
-    };
+    let mut committer = Committer::new(store, format, commits, observer);
     let (tx, rx) = mpsc::sync_channel::<Result<Chunk, IngestError>>(2);
-    let counter = Arc::clone(&bytes_read);
+    let counter = Arc::clone(&committer.bytes_read);
     std::thread::scope(|scope| {
         scope.spawn(move || reader.read_all(inputs, counter, |chunk| tx.send(chunk).is_ok()));
         rx.into_iter()
             .try_for_each(|chunk| chunk.and_then(|c| committer.take(c)))
     })?;
-    let mut summary = committer.summary;
-    summary.bytes = bytes_read.load(Ordering::Relaxed);
-    Ok(summary)
+    Ok(committer.finish().0)
 }
 
 /// Decodes every input on this thread and hands each batch to `commits`
@@ -164,18 +154,16 @@ pub fn submit(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Submitted, IngestError> {
-    let bytes_read = Arc::new(AtomicU64::new(0));
     let reader = Reader::new(format, options, None);
-    let mut committer = Committer {
+    let mut committer = Committer::new(
         store,
         format,
-        commits: Commits::Submitted(commits, Vec::new()),
+        Commits::Submitted(commits, Vec::new()),
         observer,
-        bytes_read: Arc::clone(&bytes_read),
-        summary: Summary::default(),
-    };
+    );
     let mut failed = None;
-    reader.read_all(inputs, Arc::clone(&bytes_read), |chunk| {
+    let counter = Arc::clone(&committer.bytes_read);
+    reader.read_all(inputs, counter, |chunk| {
         match chunk.and_then(|c| committer.take(c)) {
             Ok(()) => true,
             Err(e) => {
@@ -184,12 +172,11 @@ pub fn submit(
             }
         }
     });
-    let receipts = match committer.commits {
+    let (summary, commits) = committer.finish();
+    let receipts = match commits {
         Commits::Submitted(_, receipts) => receipts,
         Commits::Store { .. } | Commits::Shared(_) => Vec::new(),
     };
-    let mut summary = committer.summary;
-    summary.bytes = bytes_read.load(Ordering::Relaxed);
     match failed {
         // Batches already submitted are committed all the same (a retry
         // finds them as duplicates).
@@ -226,6 +213,7 @@ struct Committer<'a> {
     format: Format,
     commits: Commits<'a>,
     observer: &'a mut dyn Observer,
+    /// Counted by the reader.
     bytes_read: Arc<AtomicU64>,
     summary: Summary,
 }
@@ -244,7 +232,31 @@ enum Commits<'a> {
     Submitted(&'a GroupCommit, Vec<Receipt>),
 }
 
-impl Committer<'_> {
+impl<'a> Committer<'a> {
+    fn new(
+        store: &'a Store,
+        format: Format,
+        commits: Commits<'a>,
+        observer: &'a mut dyn Observer,
+    ) -> Committer<'a> {
+        Committer {
+            store,
+            format,
+            commits,
+            observer,
+            bytes_read: Arc::default(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// The totals, with the bytes the reader counted, and where the
+    /// events went.
+    fn finish(self) -> (Summary, Commits<'a>) {
+        let mut summary = self.summary;
+        summary.bytes = self.bytes_read.load(Ordering::Relaxed);
+        (summary, self.commits)
+    }
+
     fn take(&mut self, chunk: Chunk) -> Result<(), IngestError> {
         let summary = &mut self.summary;
         summary.records += chunk.records;
