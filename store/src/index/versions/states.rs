@@ -14,25 +14,34 @@
 //! the whole cache whenever it drops its open files or the index is
 //! emptied or reloaded.
 //!
-//! Layout: one table of [`ENTRIES`] 32-byte entries (32 MiB) in sets of
-//! [`WAYS`], allocated zeroed, so that memory is taken page by page as
-//! objects arrive (a fleet of 8k objects already touches most pages) and
-//! never past the table. An entry holds 94 bits of a BLAKE3 digest of the
-//! object's key (18 more choose the set), the object id, its details
-//! offset and 64 bits of its details digest. A full set gives up an entry
-//! not read since the set last had to make room (a second chance).
+//! Layout: one table of 24-byte entries (32 MiB, about 1.4M entries) in
+//! sets of [`WAYS`], allocated zeroed, so that memory is taken page by
+//! page as objects arrive (a fleet of 10k objects already touches most
+//! pages) and never past the table. An entry holds 62 bits of a BLAKE3
+//! digest of the object's key (64 more choose its two sets), the object
+//! id, its details offset (40 bits) and 56 bits of its details digest.
+//! A key lives in either of two sets, and a new key goes to the one with
+//! room (two choices): at 1M objects, 72% of the entries, a single set
+//! per key overflowed for about one object in ten, and each of those
+//! cost a point read per batch. A full pair of sets gives up an entry not
+//! read since the pair last had to make room (a second chance).
 
 use super::ObjectState;
 
-/// Entries per set: an object's state lives in one of these.
+/// Entries per set.
 const WAYS: usize = 4;
-/// Entries in the table: 1M, 32 MiB.
-pub(crate) const ENTRIES: usize = 1 << 20;
+/// Bytes of the table: 32 MiB.
+pub(crate) const BYTES: usize = 32 << 20;
 
 /// Bit 0 of an entry's first word: the entry holds a state.
 const HELD: u64 = 1;
 /// Bit 1: read since its set last had to make room.
 const READ: u64 = 2;
+/// Details offsets an entry holds: below 2^40 (a TiB of one cluster's
+/// details); the largest stands for "no details yet". A state whose
+/// offset does not fit is not held.
+const OFFSET_BITS: u32 = 40;
+const NO_OFFSET: u64 = (1 << OFFSET_BITS) - 1;
 
 /// A digest of an object's key in the `objects` keyspace.
 pub(super) type Digest = [u8; 16];
@@ -45,16 +54,16 @@ pub(super) fn digest(key: &[u8]) -> Digest {
 }
 
 /// Whether details whose digest is `held` are those whose digest is
-/// `new`, by their first 64 bits (the cache keeps no more): a false match
-/// is a 2^-64 chance per version.
+/// `new`, by their first 56 bits (the cache keeps no more): a false match
+/// is a 2^-56 chance per version.
 pub(super) fn same_details(held: &[u8; 16], new: &[u8; 16]) -> bool {
-    held[..8] == new[..8]
+    held[..7] == new[..7]
 }
 
-/// One entry, as four words: the key's first 62 digest bits with
-/// [`HELD`] and [`READ`]; 32 more digest bits and the id; the details
-/// offset; the details digest's first 64 bits.
-type Entry = [u64; 4];
+/// One entry, as three words: the key's first 62 digest bits with
+/// [`HELD`] and [`READ`]; the id and the details offset's low 32 bits;
+/// the offset's high 8 bits and the details digest's first 56 bits.
+type Entry = [u64; 3];
 
 /// The cache (see the module doc).
 pub(super) struct StateCache {
@@ -67,17 +76,18 @@ pub(super) struct StateCache {
 
 impl Default for StateCache {
     fn default() -> Self {
-        StateCache::sized(ENTRIES)
+        // Whole sets within the bytes.
+        StateCache::sized(BYTES / std::mem::size_of::<Entry>() / WAYS * WAYS)
     }
 }
 
 impl StateCache {
-    /// A cache of `entries` (rounded up to a power of two of whole sets),
-    /// allocated on the first put.
+    /// A cache of `entries` (rounded up to whole sets), allocated on the
+    /// first put.
     pub(super) fn sized(entries: usize) -> StateCache {
         StateCache {
             entries: Vec::new(),
-            sets: (entries.div_ceil(WAYS)).next_power_of_two(),
+            sets: entries.div_ceil(WAYS).max(1),
             #[cfg(test)]
             dropped: 0,
         }
@@ -88,60 +98,104 @@ impl StateCache {
         if self.entries.is_empty() {
             return None;
         }
-        let (set, w0, w1) = self.place(digest);
-        let e = self.entries[set..set + WAYS]
-            .iter_mut()
-            .find(|e| holds(e, w0, w1))?;
+        let (sets, tag) = self.place(digest);
+        let e = sets.into_iter().find_map(|s| {
+            self.entries[s..s + WAYS]
+                .iter()
+                .position(|e| holds(e, tag))
+                .map(|w| s + w)
+        })?;
+        let e = &mut self.entries[e];
         e[0] |= READ;
+        let details = (e[1] >> 32) | ((e[2] & 0xff) << 32);
         let mut details_hash = [0u8; 16];
-        details_hash[..8].copy_from_slice(&e[3].to_le_bytes());
+        details_hash[..7].copy_from_slice(&e[2].to_le_bytes()[1..]);
         Some(ObjectState {
             id: e[1] as u32,
-            details: e[2],
+            details: if details == NO_OFFSET {
+                super::NO_DETAILS
+            } else {
+                details
+            },
             details_hash,
         })
     }
 
-    /// Holds `state` for the object whose key has `digest`.
+    /// Holds `state` for the object whose key has `digest` (or, for a
+    /// details offset an entry cannot hold, holds none for it).
     pub(super) fn put(&mut self, digest: &Digest, state: &ObjectState) {
+        let offset = if state.details == super::NO_DETAILS {
+            NO_OFFSET
+        } else {
+            state.details
+        };
         if self.entries.is_empty() {
             // Zeroed, so the allocator hands out pages the kernel commits
             // only when written.
-            self.entries = vec![[0u64; 4]; self.sets * WAYS];
+            self.entries = vec![[0u64; 3]; self.sets * WAYS];
         }
-        let (set, w0, w1) = self.place(digest);
-        let ways = &mut self.entries[set..set + WAYS];
-        let way = match ways.iter().position(|e| holds(e, w0, w1)) {
-            Some(w) => w,
-            None => match ways.iter().position(|e| e[0] & HELD == 0) {
-                Some(w) => w,
-                None => {
-                    #[cfg(test)]
-                    {
-                        self.dropped += 1;
-                    }
-                    // A second chance: the first not read since the last
-                    // time, clearing the marks of those passed over.
-                    let mut victim = None;
-                    for (w, e) in ways.iter_mut().enumerate() {
-                        if e[0] & READ == 0 {
-                            victim = Some(w);
-                            break;
-                        }
-                        e[0] &= !READ;
-                    }
-                    victim.unwrap_or(0)
-                }
-            },
+        let (sets, tag) = self.place(digest);
+        let held = sets.into_iter().find_map(|s| {
+            self.entries[s..s + WAYS]
+                .iter()
+                .position(|e| holds(e, tag))
+                .map(|w| s + w)
+        });
+        if offset >= NO_OFFSET && state.details != super::NO_DETAILS {
+            if let Some(e) = held {
+                self.entries[e] = [0; 3];
+            }
+            return;
+        }
+        let e = match held {
+            Some(e) => e,
+            None => self.room(sets),
         };
         let mut hash = [0u8; 8];
-        hash.copy_from_slice(&state.details_hash[..8]);
-        ways[way] = [
-            w0,
-            w1 | u64::from(state.id),
-            state.details,
-            u64::from_le_bytes(hash),
+        hash[1..].copy_from_slice(&state.details_hash[..7]);
+        self.entries[e] = [
+            tag,
+            u64::from(state.id) | (offset << 32),
+            (offset >> 32) | u64::from_le_bytes(hash),
         ];
+    }
+
+    /// An entry of `sets` for a new key: a free one in the set with more
+    /// room, or one given up.
+    fn room(&mut self, sets: [usize; 2]) -> usize {
+        let free = |s: usize| {
+            self.entries[s..s + WAYS]
+                .iter()
+                .filter(|e| e[0] & HELD == 0)
+                .count()
+        };
+        let s = if free(sets[1]) > free(sets[0]) {
+            sets[1]
+        } else {
+            sets[0]
+        };
+        if let Some(w) = self.entries[s..s + WAYS]
+            .iter()
+            .position(|e| e[0] & HELD == 0)
+        {
+            return s + w;
+        }
+        #[cfg(test)]
+        {
+            self.dropped += 1;
+        }
+        // A second chance: the first not read since the last time,
+        // clearing the marks of those passed over.
+        for s in sets {
+            for w in s..s + WAYS {
+                let e = &mut self.entries[w];
+                if e[0] & READ == 0 {
+                    return w;
+                }
+                e[0] &= !READ;
+            }
+        }
+        sets[0]
     }
 
     /// Bytes the table holds.
@@ -150,25 +204,25 @@ impl StateCache {
         self.entries.len() * std::mem::size_of::<Entry>()
     }
 
-    /// The first entry of `digest`'s set, and the key's bits as an entry's
-    /// first word (marked held) and second (the id's half empty).
-    fn place(&self, digest: &Digest) -> (usize, u64, u64) {
+    /// The first entries of `digest`'s two sets, and the key's bits as an
+    /// entry's first word (marked held).
+    fn place(&self, digest: &Digest) -> ([usize; 2], u64) {
         let word = |at: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&digest[at..at + 8]);
             u64::from_le_bytes(b)
         };
         let (a, b) = (word(0), word(8));
-        // `sets` is a power of two; the set takes the digest's last bits.
-        let set = ((b >> 32) as usize & (self.sets - 1)) * WAYS;
-        (set, (a << 2) | HELD, b << 32)
+        // Each half of `b` picks a set, scaled to the count (no modulo).
+        let pick = |half: u64| ((half * self.sets as u64) >> 32) as usize * WAYS;
+        ([pick(b >> 32), pick(b & 0xffff_ffff)], (a << 2) | HELD)
     }
 }
 
-/// Whether entry `e` holds the key whose first words (from
-/// [`StateCache::place`]) are `w0` and `w1`.
-fn holds(e: &Entry, w0: u64, w1: u64) -> bool {
-    e[0] & !READ == w0 && e[1] >> 32 == w1 >> 32
+/// Whether entry `e` holds the key whose first word (from
+/// [`StateCache::place`]) is `tag`.
+fn holds(e: &Entry, tag: u64) -> bool {
+    e[0] & !READ == tag
 }
 
 #[cfg(test)]
@@ -188,8 +242,11 @@ mod tests {
     }
 
     #[test]
-    fn the_table_is_32_mib() {
-        assert_eq!(std::mem::size_of::<Entry>() * ENTRIES, 32 << 20);
+    fn the_table_stays_within_32_mib() {
+        let mut cache = StateCache::default();
+        cache.put(&digest(b"k"), &state(1, 0, 0));
+        assert!(cache.bytes() <= BYTES);
+        assert!(cache.bytes() > BYTES - WAYS * std::mem::size_of::<Entry>());
     }
 
     proptest! {
@@ -222,7 +279,7 @@ mod tests {
                         (None, None) => {}
                     }
                 }
-                prop_assert!(cache.bytes() <= size.div_ceil(WAYS).next_power_of_two() * WAYS * 32);
+                prop_assert!(cache.bytes() <= size.div_ceil(WAYS) * WAYS * std::mem::size_of::<Entry>());
             }
         }
     }
@@ -247,10 +304,56 @@ mod tests {
     fn no_details_and_large_ids_survive() {
         let mut cache = StateCache::sized(64);
         let d = digest(b"k");
-        cache.put(&d, &state(u32::MAX - 1, u64::MAX, 0xab));
+        cache.put(&d, &state(u32::MAX - 1, super::super::NO_DETAILS, 0xab));
         let got = cache.get(&d).expect("held");
-        assert_eq!((got.id, got.details), (u32::MAX - 1, u64::MAX));
+        assert_eq!(
+            (got.id, got.details),
+            (u32::MAX - 1, super::super::NO_DETAILS)
+        );
         assert!(same_details(&got.details_hash, &[0xab; 16]));
         assert!(!same_details(&got.details_hash, &[0xac; 16]));
+        let largest = NO_OFFSET - 1;
+        cache.put(&d, &state(7, largest, 0xcd));
+        let got = cache.get(&d).expect("held");
+        assert_eq!((got.id, got.details), (7, largest));
+    }
+
+    #[test]
+    fn a_state_whose_offset_does_not_fit_is_not_held() {
+        let mut cache = StateCache::sized(64);
+        let d = digest(b"k");
+        cache.put(&d, &state(1, 10, 0));
+        assert!(cache.get(&d).is_some());
+        // The old state must go: a get must never answer it now.
+        cache.put(&d, &state(1, NO_OFFSET, 0));
+        assert!(cache.get(&d).is_none());
+        cache.put(&d, &state(1, u64::MAX - 1, 0));
+        assert!(cache.get(&d).is_none());
+    }
+
+    #[test]
+    fn a_key_takes_the_set_with_room() {
+        // Two sets of four, and eight keys that may each live in either:
+        // all eight are held, where one set per key would hold four.
+        let mut cache = StateCache::sized(2 * WAYS);
+        let keys: Vec<Digest> = (0u8..8)
+            .map(|k| {
+                let mut d = [k; 16];
+                // The second word's high half picks set 0, its low half
+                // set 1 (see `place`).
+                d[8..16].copy_from_slice(&(1u64 << 31).to_le_bytes());
+                d
+            })
+            .collect();
+        for k in &keys {
+            assert_eq!(cache.place(k).0, [0, WAYS]);
+        }
+        for (i, k) in keys.iter().enumerate() {
+            cache.put(k, &state(i as u32, 0, 0));
+        }
+        assert_eq!(cache.dropped, 0);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(cache.get(k).map(|s| s.id), Some(i as u32));
+        }
     }
 }
