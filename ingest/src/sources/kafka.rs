@@ -330,6 +330,7 @@ fn consumer(
     let source = Source {
         store,
         group: config.group.clone(),
+        batch_size: config.batch_size.max(1),
         topics: config.topics.clone(),
         metrics,
         pending: Mutex::new(Pending::default()),
@@ -407,6 +408,8 @@ fn poll(consumer: &BaseConsumer<Source>, config: &Config, stop: &AtomicBool) -> 
 struct Source {
     store: Arc<Store>,
     group: String,
+    /// Events per batch (the configured size).
+    batch_size: usize,
     topics: Vec<Topic>,
     metrics: Arc<Metrics>,
     pending: Mutex<Pending>,
@@ -495,9 +498,12 @@ impl Source {
             ..Options::default()
         };
         let decoded = pipeline::decode_input(spec.format, &name, payload, time, &options);
-        let quarantine = self.store.quarantine();
+        if pending.events.capacity() == 0 {
+            // A batch's events in one allocation, not grown by doubling.
+            pending.events.reserve(self.batch_size);
+        }
         for r in &decoded.rejected {
-            quarantine.put(&Rejection {
+            self.store.quarantine().put(&Rejection {
                 source: &r.source,
                 line: r.line,
                 format: spec.format.name(),
@@ -511,7 +517,7 @@ impl Source {
             match PreparedEvent::new(event) {
                 Ok(p) => pending.events.push(p),
                 Err(err) => {
-                    quarantine.put(&Rejection {
+                    self.store.quarantine().put(&Rejection {
                         source: &name,
                         line: None,
                         format: spec.format.name(),

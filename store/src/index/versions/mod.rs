@@ -63,6 +63,9 @@ pub(crate) use names::{NameCache, BUDGET as NAMES_BUDGET};
 pub(crate) use source::NewVersion;
 use states::StateCache;
 
+/// The hasher of the maps a batch fills per version.
+type Fold = foldhash::fast::RandomState;
+
 /// An object state with no details record yet.
 const NO_DETAILS: u64 = u64::MAX;
 
@@ -345,7 +348,9 @@ impl VersionIndex {
         let w = &mut *guard;
         // The batch's clusters, looked up once each; those new here are
         // numbered from the catalog's count on and taken with the lengths.
-        let mut numbers: HashMap<String, u32> = HashMap::new();
+        // Hashed with foldhash, not std's SipHash: every version looks up
+        // its cluster here and its object below.
+        let mut numbers: HashMap<String, u32, Fold> = HashMap::default();
         let mut new_clusters: Vec<(String, u32)> = Vec::new();
         // Object states change many times in a batch: they are kept here
         // (with whether they differ from the stored state) and written
@@ -354,7 +359,8 @@ impl VersionIndex {
         // as it was: writing it again anyway made the keyspace's runs
         // (and their compaction) several times larger. The key's digest
         // (the writer's cache is keyed by it) is kept beside, computed once.
-        let mut changed: HashMap<Vec<u8>, (ObjectState, bool, states::Digest)> = HashMap::new();
+        let mut changed: HashMap<Vec<u8>, (ObjectState, bool, states::Digest), Fold> =
+            HashMap::default();
         let mut touched = Vec::new();
         for (index, v) in versions {
             let no = match numbers.get(&v.cluster) {

@@ -99,12 +99,7 @@ impl StateCache {
             return None;
         }
         let (sets, tag) = self.place(digest);
-        let e = sets.into_iter().find_map(|s| {
-            self.entries[s..s + WAYS]
-                .iter()
-                .position(|e| holds(e, tag))
-                .map(|w| s + w)
-        })?;
+        let e = self.find(sets, tag)?;
         let e = &mut self.entries[e];
         e[0] |= READ;
         let details = (e[1] >> 32) | ((e[2] & 0xff) << 32);
@@ -135,12 +130,7 @@ impl StateCache {
             self.entries = vec![[0u64; 3]; self.sets * WAYS];
         }
         let (sets, tag) = self.place(digest);
-        let held = sets.into_iter().find_map(|s| {
-            self.entries[s..s + WAYS]
-                .iter()
-                .position(|e| holds(e, tag))
-                .map(|w| s + w)
-        });
+        let held = self.find(sets, tag);
         if offset >= NO_OFFSET && state.details != super::NO_DETAILS {
             if let Some(e) = held {
                 self.entries[e] = [0; 3];
@@ -158,6 +148,16 @@ impl StateCache {
             u64::from(state.id) | (offset << 32),
             (offset >> 32) | u64::from_le_bytes(hash),
         ];
+    }
+
+    /// The entry of `sets` that holds the key whose first word is `tag`.
+    fn find(&self, sets: [usize; 2], tag: u64) -> Option<usize> {
+        sets.into_iter().find_map(|s| {
+            self.entries[s..s + WAYS]
+                .iter()
+                .position(|e| holds(e, tag))
+                .map(|w| s + w)
+        })
     }
 
     /// An entry of `sets` for a new key: a free one in the set with more
