@@ -152,8 +152,7 @@ impl Keys {
     /// or more at ingest's rate, which took 32 B per key as pairs of
     /// slices, at the time of ingest's peak of memory.
     pub(crate) fn sorted(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let order = self.order();
-        order.into_iter().map(|n| {
+        self.order().into_iter().map(|(_, n)| {
             (
                 key_of(&self.bytes, &self.entries, n),
                 value_of(&self.bytes, &self.entries, n),
@@ -161,7 +160,8 @@ impl Keys {
         })
     }
 
-    /// The entry numbers in key order, sorted eight key bytes at a time:
+    /// The entry numbers in key order (each beside the last word of its
+    /// key it was sorted by), sorted eight key bytes at a time:
     /// each pass sorts numbers by a word of their keys' bytes, and the
     /// next pass only the runs that word left tied, by the next word.
     ///
@@ -170,7 +170,7 @@ impl Keys {
     /// one keyspace share long beginnings (an event type, a cluster
     /// number), so most comparisons also ran over many equal bytes. That
     /// sort was 38% of the mark thread's samples in the Kafka bench.
-    fn order(&self) -> Vec<u32> {
+    fn order(&self) -> Vec<(u64, u32)> {
         let mut items: Vec<(u64, u32)> = self
             .table
             .iter()
@@ -178,7 +178,7 @@ impl Keys {
             .collect();
         items.sort_unstable();
         self.refine(&mut items, 0);
-        items.into_iter().map(|(_, n)| n).collect()
+        items
     }
 
     /// Sorts each run of `items` tied at the word at `offset` by the

@@ -22,7 +22,8 @@
 //! id, its details offset (40 bits) and 56 bits of its details digest.
 //! A key lives in either of two sets, and a new key goes to the one with
 //! room (two choices): at 1M objects, 72% of the entries, a single set
-//! per key overflowed for about one object in ten, and each of those
+//! per key would overflow for about one object in ten (a Poisson
+//! estimate), and each of those
 //! cost a point read per batch. A full pair of sets gives up an entry not
 //! read since the pair last had to make room (a second chance).
 
@@ -102,16 +103,11 @@ impl StateCache {
         let e = self.find(sets, tag)?;
         let e = &mut self.entries[e];
         e[0] |= READ;
-        let details = (e[1] >> 32) | ((e[2] & 0xff) << 32);
         let mut details_hash = [0u8; 16];
         details_hash[..7].copy_from_slice(&e[2].to_le_bytes()[1..]);
         Some(ObjectState {
             id: e[1] as u32,
-            details: if details == NO_OFFSET {
-                super::NO_DETAILS
-            } else {
-                details
-            },
+            details: details_of((e[1] >> 32) | ((e[2] & 0xff) << 32)),
             details_hash,
         })
     }
@@ -119,11 +115,6 @@ impl StateCache {
     /// Holds `state` for the object whose key has `digest` (or, for a
     /// details offset an entry cannot hold, holds none for it).
     pub(super) fn put(&mut self, digest: &Digest, state: &ObjectState) {
-        let offset = if state.details == super::NO_DETAILS {
-            NO_OFFSET
-        } else {
-            state.details
-        };
         if self.entries.is_empty() {
             // Zeroed, so the allocator hands out pages the kernel commits
             // only when written.
@@ -131,12 +122,12 @@ impl StateCache {
         }
         let (sets, tag) = self.place(digest);
         let held = self.find(sets, tag);
-        if offset >= NO_OFFSET && state.details != super::NO_DETAILS {
+        let Some(offset) = offset_of(state.details) else {
             if let Some(e) = held {
                 self.entries[e] = [0; 3];
             }
             return;
-        }
+        };
         let e = match held {
             Some(e) => e,
             None => self.room(sets),
@@ -216,6 +207,25 @@ impl StateCache {
         // Each half of `b` picks a set, scaled to the count (no modulo).
         let pick = |half: u64| ((half * self.sets as u64) >> 32) as usize * WAYS;
         ([pick(b >> 32), pick(b & 0xffff_ffff)], (a << 2) | HELD)
+    }
+}
+
+/// A details offset as an entry holds it ([`NO_OFFSET`] for none), if it
+/// fits.
+fn offset_of(details: u64) -> Option<u64> {
+    match details {
+        super::NO_DETAILS => Some(NO_OFFSET),
+        d if d < NO_OFFSET => Some(d),
+        _ => None,
+    }
+}
+
+/// The details offset an entry's bits stand for ([`offset_of`] undone).
+fn details_of(offset: u64) -> u64 {
+    if offset == NO_OFFSET {
+        super::NO_DETAILS
+    } else {
+        offset
     }
 }
 
