@@ -118,42 +118,13 @@ fn fingerprint_strings(v: &mut Value) {
     }
 }
 
-/// Key names whose string values are credentials. Compared without case,
-/// `-` and `_`, so `client-key-data`, `clientKeyData` and `CLIENT_KEY_DATA`
-/// are one name.
-const CREDENTIAL_KEYS: &[&str] = &[
-    "password",
-    "passwd",
-    "pass",
-    "token",
-    "bearertoken",
-    "accesstoken",
-    "refreshtoken",
-    "idtoken",
-    "authtoken",
-    "apitoken",
-    "apikey",
-    "clientsecret",
-    "secretkey",
-    "secretaccesskey",
-    "awssecretaccesskey",
-    "sessiontoken",
-    "privatekey",
-    "sshprivatekey",
-    "keydata",
-    "certdata",
-    "clientkey",
-    "clientkeydata",
-    "clientcertificate",
-    "clientcertificatedata",
-    "tlskey",
-    "tlscrt",
-    "auth",
-    "credentials",
-    "webhooksecret",
-    "githubappprivatekey",
-];
-
+/// Whether a key names a credential: its name compared without case, `-`,
+/// `_` and `.`, so `client-key-data`, `clientKeyData` and
+/// `CLIENT_KEY_DATA` are one name.
+///
+/// One `match` (compiled to a switch on the length, then the bytes), not a
+/// list compared entry by entry: every key of every document comes here,
+/// and the list's thirty comparisons were 4% of decoding an object.
 fn is_credential_key(key: &str) -> bool {
     // managedFields spell keys `f:password`; their leaves are `{}` and hold
     // nothing, so they need no special case.
@@ -169,8 +140,39 @@ fn is_credential_key(key: &str) -> bool {
         folded[n] = b.to_ascii_lowercase();
         n += 1;
     }
-    let folded = &folded[..n];
-    CREDENTIAL_KEYS.iter().any(|k| k.as_bytes() == folded)
+    matches!(
+        &folded[..n],
+        b"password"
+            | b"passwd"
+            | b"pass"
+            | b"token"
+            | b"bearertoken"
+            | b"accesstoken"
+            | b"refreshtoken"
+            | b"idtoken"
+            | b"authtoken"
+            | b"apitoken"
+            | b"apikey"
+            | b"clientsecret"
+            | b"secretkey"
+            | b"secretaccesskey"
+            | b"awssecretaccesskey"
+            | b"sessiontoken"
+            | b"privatekey"
+            | b"sshprivatekey"
+            | b"keydata"
+            | b"certdata"
+            | b"clientkey"
+            | b"clientkeydata"
+            | b"clientcertificate"
+            | b"clientcertificatedata"
+            | b"tlskey"
+            | b"tlscrt"
+            | b"auth"
+            | b"credentials"
+            | b"webhooksecret"
+            | b"githubappprivatekey"
+    )
 }
 
 /// Strings that are secrets whatever key holds them.
@@ -181,7 +183,9 @@ fn looks_secret(s: &str) -> bool {
     let t = s.trim_start();
     t.starts_with("Bearer ")
         || t.starts_with("Basic ")
-        || (s.contains("-----BEGIN") && s.contains("PRIVATE KEY"))
+        // A byte search first: most strings have no '-' at all, and a
+        // substring search of every string was a tenth of redaction.
+        || (s.as_bytes().contains(&b'-') && s.contains("-----BEGIN") && s.contains("PRIVATE KEY"))
 }
 
 /// A textual best effort for bytes that do not parse: the value after any

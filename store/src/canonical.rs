@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 
 use annal_schemas::{Actor, Envelope};
 use serde_json::{Number, Value};
+use smallvec::SmallVec;
 
 use crate::index::Facts;
 use crate::Entry;
@@ -157,8 +158,12 @@ impl Canonical for Value {
                 out.push(b']');
             }
             Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+                // On the stack for the usual sizes (no allocation per
+                // object), and sorted only when not already in order.
+                let mut entries: SmallVec<[(&String, &Value); 16]> = map.iter().collect();
+                if !entries.is_sorted_by(|a, b| utf16_cmp(a.0, b.0).is_le()) {
+                    entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+                }
                 let mut fields = Fields::new(out);
                 for (k, v) in entries {
                     fields.key(k);
@@ -213,7 +218,7 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 fn write_u64(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Integers within ±2^53 print as themselves; anything else is a double and
@@ -222,7 +227,7 @@ fn write_number(out: &mut Vec<u8>, n: &Number) -> Result<(), serde_json::Error> 
     if let Some(u) = n.as_u64().filter(|u| *u <= MAX_SAFE_INTEGER) {
         write_u64(out, u);
     } else if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER) {
-        out.extend_from_slice(i.to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
     } else {
         out.extend_from_slice(&serde_json_canonicalizer::to_vec(n)?);
     }

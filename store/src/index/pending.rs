@@ -12,10 +12,18 @@
 //! range read (which copies the keys it returns) and by the mark's thread
 //! for their run.
 //!
-//! Invariant: **a key has one entry, holding its newest value.** Inserting
-//! a key that is already held overwrites the value in place when it has
-//! the same length; otherwise the pair is appended and the entry points
-//! there, and the old bytes lie unused until the keys are dropped.
+//! Invariant: **a key has one entry, holding its newest value**, in keys
+//! found by key. Inserting a key that is already held overwrites the value
+//! in place when it has the same length; otherwise the pair is appended
+//! and the entry points there, and the old bytes lie unused until the keys
+//! are dropped.
+//!
+//! Keys that are only read in order (the time orders, whose keys end in a
+//! log index, so that only a replay writes one again) have no hash table:
+//! a pair is appended, and where a key was written twice the entry written
+//! last wins when the keys are sorted. Their table was a tenth of the
+//! Kafka committer's samples (two inserts per event into a table of a
+//! million keys, each a cache miss), for lookups that never came.
 
 use std::hash::BuildHasher;
 use std::ops::{Bound, RangeBounds};
@@ -33,35 +41,63 @@ struct Entry {
     value: u32,
 }
 
-/// Keys and values in one buffer, found by key.
-#[derive(Clone, Default)]
+/// Keys and values in one buffer, found by key (or only read in order).
+#[derive(Clone)]
 pub(crate) struct Keys {
     bytes: Vec<u8>,
     entries: Vec<Entry>,
-    /// Numbers of the entries (into `entries`), by their key's hash.
-    table: HashTable<u32>,
+    /// Numbers of the entries (into `entries`), by their key's hash;
+    /// `None` for keys only read in order.
+    table: Option<HashTable<u32>>,
     hasher: foldhash::fast::RandomState,
+}
+
+impl Default for Keys {
+    fn default() -> Keys {
+        Keys::with_capacity(0, 0, Lookup::ByKey)
+    }
+}
+
+/// How pending keys are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// By key, and in order.
+    ByKey,
+    /// Only in order: a range, or all of them for a run.
+    InOrder,
 }
 
 impl Keys {
     /// Empty, with room for `keys` pairs of `bytes` bytes in all (the size
     /// of the keys before them, so that the buffer seldom grows).
-    pub(crate) fn with_capacity(bytes: usize, keys: usize) -> Keys {
+    pub(crate) fn with_capacity(bytes: usize, keys: usize, lookup: Lookup) -> Keys {
         Keys {
             bytes: Vec::with_capacity(bytes),
             entries: Vec::with_capacity(keys),
-            table: HashTable::with_capacity(keys),
+            table: (lookup == Lookup::ByKey).then(|| HashTable::with_capacity(keys)),
             hasher: Default::default(),
         }
     }
 
-    /// Keys held.
+    /// How these keys are read.
+    pub(crate) fn lookup(&self) -> Lookup {
+        match self.table {
+            Some(_) => Lookup::ByKey,
+            None => Lookup::InOrder,
+        }
+    }
+
+    /// Entries held: the keys, and in keys read in order also each older
+    /// write of a key written again.
     pub(crate) fn len(&self) -> usize {
-        self.table.len()
+        match &self.table {
+            Some(table) => table.len(),
+            None => self.entries.len(),
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.len() == 0
     }
 
     /// Bytes of the buffer in use (unused old values included).
@@ -69,13 +105,19 @@ impl Keys {
         self.bytes.len()
     }
 
-    /// The value of `key`.
+    /// The value of `key` (in keys read in order, by a scan from the
+    /// newest entry: tests and rare reads only).
     pub(crate) fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        let hash = self.hasher.hash_one(key);
-        let n = self
-            .table
-            .find(hash, |&n| key_of(&self.bytes, &self.entries, n) == key)?;
-        Some(value_of(&self.bytes, &self.entries, *n))
+        let (bytes, entries) = (&self.bytes, &self.entries);
+        let n = match &self.table {
+            Some(table) => *table.find(self.hasher.hash_one(key), |&n| {
+                key_of(bytes, entries, n) == key
+            })?,
+            None => (0..entries.len() as u32)
+                .rev()
+                .find(|&n| key_of(bytes, entries, n) == key)?,
+        };
+        Some(value_of(bytes, entries, n))
     }
 
     /// Sets `key` to `value`; the length of the value it replaces, if the
@@ -87,6 +129,10 @@ impl Keys {
             table,
             hasher,
         } = self;
+        let Some(table) = table else {
+            entries.push(append(bytes, key, value));
+            return None;
+        };
         let hash = hasher.hash_one(key);
         let slot = table.entry(
             hash,
@@ -114,34 +160,38 @@ impl Keys {
         }
     }
 
-    /// Drops `key` (tests; its bytes stay unused).
+    /// Drops `key` (tests, of keys found by key; its bytes stay unused).
     #[cfg(test)]
     pub(crate) fn remove(&mut self, key: &[u8]) {
         let hash = self.hasher.hash_one(key);
         let (bytes, entries) = (&self.bytes, &self.entries);
-        if let Ok(held) = self
+        let table = self
             .table
-            .find_entry(hash, |&n| key_of(bytes, entries, n) == key)
-        {
+            .as_mut()
+            .expect("remove is for keys found by key");
+        if let Ok(held) = table.find_entry(hash, |&n| key_of(bytes, entries, n) == key) {
             held.remove();
         }
     }
 
     /// Takes in `newer`'s keys, its values winning.
     pub(crate) fn extend(&mut self, newer: &Keys) {
-        for (k, v) in newer.iter() {
-            self.insert(k, v);
+        for n in newer.numbers() {
+            self.insert(
+                key_of(&newer.bytes, &newer.entries, n),
+                value_of(&newer.bytes, &newer.entries, n),
+            );
         }
     }
 
-    /// Every key and value, in no order.
-    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.table.iter().map(|&n| {
-            (
-                key_of(&self.bytes, &self.entries, n),
-                value_of(&self.bytes, &self.entries, n),
-            )
-        })
+    /// The numbers of the entries that hold a value: in keys found by key
+    /// those in the table, in no order; in keys read in order all of them,
+    /// oldest first (so that a key's last entry is its newest value).
+    fn numbers(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match &self.table {
+            Some(table) => Box::new(table.iter().copied()),
+            None => Box::new(0..self.entries.len() as u32),
+        }
     }
 
     /// Every key and value, in key order.
@@ -152,11 +202,20 @@ impl Keys {
     /// or more at ingest's rate, which took 32 B per key as pairs of
     /// slices, at the time of ingest's peak of memory.
     pub(crate) fn sorted(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.order().into_iter().map(|(_, n)| {
-            (
-                key_of(&self.bytes, &self.entries, n),
-                value_of(&self.bytes, &self.entries, n),
-            )
+        let (bytes, entries) = (&self.bytes, &self.entries);
+        let rewritten = self.table.is_none();
+        let mut order = self.order().into_iter().map(|(_, n)| n).peekable();
+        std::iter::from_fn(move || loop {
+            let n = order.next()?;
+            // A key's entries lie together, the newest last: keep the last.
+            if rewritten
+                && order
+                    .peek()
+                    .is_some_and(|&m| key_of(bytes, entries, m) == key_of(bytes, entries, n))
+            {
+                continue;
+            }
+            return Some((key_of(bytes, entries, n), value_of(bytes, entries, n)));
         })
     }
 
@@ -172,9 +231,8 @@ impl Keys {
     /// sort was 38% of the mark thread's samples in the Kafka bench.
     fn order(&self) -> Vec<(u64, u32)> {
         let mut items: Vec<(u64, u32)> = self
-            .table
-            .iter()
-            .map(|&n| (word(key_of(&self.bytes, &self.entries, n), 0), n))
+            .numbers()
+            .map(|n| (word(key_of(&self.bytes, &self.entries, n), 0), n))
             .collect();
         items.sort_unstable();
         self.refine(&mut items, 0);
@@ -199,7 +257,7 @@ impl Keys {
             if run.iter().any(|&(_, n)| key(n).len() <= offset + 8) {
                 // A key ends here: the zero padding of its word cannot
                 // tell it from a longer key with zero bytes.
-                run.sort_unstable_by(|a, b| key(a.1).cmp(key(b.1)));
+                run.sort_unstable_by(|a, b| key(a.1).cmp(key(b.1)).then(a.1.cmp(&b.1)));
                 continue;
             }
             for item in run.iter_mut() {
@@ -212,13 +270,26 @@ impl Keys {
 
     /// Copies of the keys within `bounds`, in key order.
     pub(crate) fn range(&self, bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Vec<Pair> {
-        let mut within: Vec<Pair> = self
-            .iter()
-            .filter(|(k, _)| contains(bounds, k))
-            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        let (bytes, entries) = (&self.bytes, &self.entries);
+        let mut within: Vec<u32> = self
+            .numbers()
+            .filter(|&n| contains(bounds, key_of(bytes, entries, n)))
             .collect();
-        within.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        within
+        // Equal keys (of keys read in order) by entry number, the newest last.
+        within.sort_unstable_by(|&a, &b| {
+            key_of(bytes, entries, a)
+                .cmp(key_of(bytes, entries, b))
+                .then(a.cmp(&b))
+        });
+        let mut pairs: Vec<Pair> = Vec::with_capacity(within.len());
+        for n in within {
+            let (k, v) = (key_of(bytes, entries, n), value_of(bytes, entries, n));
+            match pairs.last_mut() {
+                Some(last) if last.0 == k => last.1 = v.to_vec(),
+                _ => pairs.push((k.to_vec(), v.to_vec())),
+            }
+        }
+        pairs
     }
 }
 
@@ -281,18 +352,24 @@ mod tests {
     proptest! {
         /// Against BTreeMaps: gets, the sorted pairs and ranges answer as
         /// the model, whatever was overwritten (with values of the same
-        /// length or not) or removed, and after newer keys are merged in.
+        /// length or not) or removed, and after newer keys are merged in;
+        /// keys read in order as keys found by key.
         #[test]
         fn answers_as_a_sorted_map(
             ops in prop::collection::vec((0u8..30, 0u8..4, prop::collection::vec(any::<u8>(), 0..4)), 1..150),
             cut in 0usize..150,
+            lookup in prop_oneof![Just(Lookup::ByKey), Just(Lookup::InOrder)],
         ) {
-            let mut keys = [Keys::default(), Keys::with_capacity(16, 2)];
+            let mut keys = [Keys::with_capacity(0, 0, lookup), Keys::with_capacity(16, 2, lookup)];
             let mut models = [BTreeMap::new(), BTreeMap::new()];
             for (i, (k, op, v)) in ops.into_iter().enumerate() {
                 let key: Vec<u8> = std::iter::repeat_n(b'k', 1 + (k % 3) as usize).chain([k]).collect();
                 let which = usize::from(i >= cut);
-                if op == 0 {
+                if lookup == Lookup::InOrder {
+                    // Appended: no previous length is looked up.
+                    prop_assert_eq!(keys[which].insert(&key, &v), None);
+                    models[which].insert(key, v);
+                } else if op == 0 {
                     keys[which].remove(&key);
                     models[which].remove(&key);
                 } else {
@@ -304,7 +381,9 @@ mod tests {
             let [mut model, newer_model] = models;
             older.extend(&newer);
             model.extend(newer_model);
-            prop_assert_eq!(older.len(), model.len());
+            if lookup == Lookup::ByKey {
+                prop_assert_eq!(older.len(), model.len());
+            }
             for (k, v) in &model {
                 prop_assert_eq!(older.get(k), Some(v.as_slice()));
             }
@@ -328,8 +407,9 @@ mod tests {
                 (prop::sample::select(vec![&b""[..], b"object.observed\0", b"cluster-007\0\0\0\0\0"]),
                  prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', 0xff]), 0..20)),
                 0..200),
+            lookup in prop_oneof![Just(Lookup::ByKey), Just(Lookup::InOrder)],
         ) {
-            let mut held = Keys::default();
+            let mut held = Keys::with_capacity(0, 0, lookup);
             let mut model = BTreeMap::new();
             for (i, (prefix, rest)) in keys.into_iter().enumerate() {
                 let key: Vec<u8> = prefix.iter().copied().chain(rest).collect();

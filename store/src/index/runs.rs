@@ -39,7 +39,7 @@ use std::sync::{Arc, RwLock};
 use fjall::config::{PartitioningPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 
-use super::pending::{Keys, Pair};
+use super::pending::{Keys, Lookup, Pair};
 
 /// How a keyspace is read, which decides what of its tables stays in
 /// memory (fjall keeps a keyspace's options from its creation on).
@@ -104,6 +104,15 @@ const L0_RUNS: u8 = 16;
 const LEVEL_RATIO: f32 = 4.0;
 
 impl Reads {
+    /// How the keys waiting for a run are read: the time orders only by
+    /// range.
+    fn lookup(self) -> Lookup {
+        match self {
+            Reads::Point | Reads::Filtered => Lookup::ByKey,
+            Reads::Range => Lookup::InOrder,
+        }
+    }
+
     fn options(self) -> KeyspaceCreateOptions {
         let base = KeyspaceCreateOptions::default().compaction_strategy(Arc::new(
             fjall::compaction::Leveled::default()
@@ -174,7 +183,6 @@ impl Frozen {
     }
 }
 
-#[derive(Default)]
 struct Pending {
     keys: Keys,
     /// Bytes of keys and values (what a run will be, roughly).
@@ -182,10 +190,17 @@ struct Pending {
 }
 
 impl Pending {
+    fn new(reads: Reads) -> Pending {
+        Pending {
+            keys: Keys::with_capacity(0, 0, reads.lookup()),
+            bytes: 0,
+        }
+    }
+
     /// Empty, with room for as many keys as `last` held.
     fn after(last: &Pending) -> Pending {
         Pending {
-            keys: Keys::with_capacity(last.keys.buffer_len(), last.keys.len()),
+            keys: Keys::with_capacity(last.keys.buffer_len(), last.keys.len(), last.keys.lookup()),
             bytes: 0,
         }
     }
@@ -216,7 +231,7 @@ impl Buffered {
             name,
             reads,
             current: RwLock::new((newest, keyspace)),
-            pending: RwLock::new(Pending::default()),
+            pending: RwLock::new(Pending::new(reads)),
             frozen: Arc::default(),
         })
     }
@@ -336,7 +351,7 @@ impl Buffered {
     /// Empties the keyspace, runs and pending keys: the next generation
     /// replaces it. No frozen keys may be on their way into a run.
     pub(crate) fn clear(&self) -> Result<(), fjall::Error> {
-        *self.write() = Pending::default();
+        *self.write() = Pending::new(self.reads);
         *self.frozen.write().unwrap_or_else(|p| p.into_inner()) = Arc::default();
         let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
         let next = current.0 + 1;

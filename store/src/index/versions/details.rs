@@ -24,6 +24,24 @@ pub struct VersionDetails {
     pub managers: Vec<String>,
 }
 
+/// The bytes [`encode`] appends for `d` (so that its buffer is allocated
+/// once, not grown five times).
+pub(crate) fn encoded_len(d: &VersionDetails) -> usize {
+    let s = |t: &str| 4 + t.len();
+    4 + s(&d.api_version)
+        + s(&d.uid)
+        + s(&d.resource_version)
+        + 4
+        + d.claims
+            .iter()
+            .map(|c| s(&c.owner) + s(c.marker.as_str()))
+            .sum::<usize>()
+        + 1
+        + d.tracking_mismatch.as_deref().map_or(0, s)
+        + 4
+        + d.managers.iter().map(|m| s(m)).sum::<usize>()
+}
+
 /// Appends `d` as `u32 length ‖ fields`.
 pub(crate) fn encode(d: &VersionDetails, out: &mut Vec<u8>) {
     let start = out.len();
@@ -143,6 +161,7 @@ mod tests {
         };
         let mut file = b"junk".to_vec();
         encode(&d, &mut file);
+        assert_eq!(file.len(), 4 + encoded_len(&d));
         assert_eq!(decode(&file, 4).unwrap(), d);
         assert!(decode(&file[..file.len() - 1], 4).is_err());
         assert!(decode(&file, 0).is_err());

@@ -725,7 +725,7 @@ pub(crate) fn read_cluster(
 }
 
 fn encode_details(v: &NewVersion) -> (Vec<u8>, [u8; 16]) {
-    let mut encoded = Vec::new();
+    let mut encoded = Vec::with_capacity(details::encoded_len(&v.details));
     details::encode(&v.details, &mut encoded);
     let mut hash = [0u8; 16];
     hash.copy_from_slice(&blake3::hash(&encoded).as_bytes()[..16]);
