@@ -65,14 +65,32 @@ impl PreparedEvent {
 /// Leaf bytes from the prepared event: `{"event":…,"index":N,"recorded_at":"…"}`.
 pub(crate) fn leaf_bytes(event: &[u8], index: u64, recorded_at: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(event.len() + recorded_at.len() + 48);
+    write_leaf(&mut out, event, index, recorded_at);
+    out
+}
+
+/// Appends [`leaf_bytes`] to `out`.
+pub(crate) fn write_leaf(out: &mut Vec<u8>, event: &[u8], index: u64, recorded_at: &str) {
     out.extend_from_slice(b"{\"event\":");
     out.extend_from_slice(event);
     out.extend_from_slice(b",\"index\":");
-    write_u64(&mut out, index);
+    write_u64(out, index);
     out.extend_from_slice(b",\"recorded_at\":");
-    write_str(&mut out, recorded_at);
+    write_str(out, recorded_at);
     out.push(b'}');
-    out
+}
+
+/// A prepared event's leaf, written where the log wants it (see
+/// [`SegmentWriter::append`](crate::leaves::SegmentWriter::append)).
+pub(crate) struct EventLeaf<'a> {
+    pub(crate) event: &'a [u8],
+    pub(crate) recorded_at: &'a str,
+}
+
+impl crate::leaves::Leaf for EventLeaf<'_> {
+    fn write(&self, index: u64, out: &mut Vec<u8>) {
+        write_leaf(out, self.event, index, self.recorded_at);
+    }
 }
 
 impl Canonical for Entry {
@@ -158,16 +176,22 @@ impl Canonical for Value {
                 out.push(b']');
             }
             Value::Object(map) => {
-                // On the stack for the usual sizes (no allocation per
-                // object), and sorted only when not already in order.
-                let mut entries: SmallVec<[(&String, &Value); 16]> = map.iter().collect();
-                if !entries.is_sorted_by(|a, b| utf16_cmp(a.0, b.0).is_le()) {
-                    entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-                }
                 let mut fields = Fields::new(out);
-                for (k, v) in entries {
-                    fields.key(k);
-                    v.write_canonical(fields.out)?;
+                if map.keys().is_sorted_by(|a, b| utf16_cmp(a, b).is_le()) {
+                    for (k, v) in map {
+                        fields.key(k);
+                        v.write_canonical(fields.out)?;
+                    }
+                } else {
+                    // On the stack for the usual sizes: no allocation per
+                    // object.
+                    let mut entries: SmallVec<[(&String, &Value); 16]> = SmallVec::new();
+                    entries.extend(map.iter());
+                    entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+                    for (k, v) in entries {
+                        fields.key(k);
+                        v.write_canonical(fields.out)?;
+                    }
                 }
                 fields.end();
             }

@@ -17,6 +17,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::merkle::{self, Hash};
 use crate::StoreError;
 
 use crate::record_file::{self, RecordFile};
@@ -328,6 +329,20 @@ impl Iterator for LineStream {
 }
 
 /// Appends leaves to the newest segment, starting a new one past the size limit.
+/// A log entry's bytes, written by [`SegmentWriter::append`] given its
+/// index.
+pub(crate) trait Leaf {
+    /// Appends the leaf's bytes (no newline) to `out`.
+    fn write(&self, index: u64, out: &mut Vec<u8>);
+}
+
+/// Bytes already made.
+impl Leaf for Vec<u8> {
+    fn write(&self, _index: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(self);
+    }
+}
+
 pub(crate) struct SegmentWriter {
     segments: Segments,
     offsets: RecordFile,
@@ -378,13 +393,20 @@ impl SegmentWriter {
         })
     }
 
-    /// Writes `leaves` as log entries `first_index..`; returns their pointers.
-    pub(crate) fn append(
+    /// Writes `leaves` as log entries `first_index..`; returns their
+    /// pointers and their leaf hashes.
+    ///
+    /// Each leaf is written straight into the write buffer and hashed
+    /// there, while its bytes are in cache: a commit's leaves are not
+    /// first built as vectors of their own (an allocation and a copy of
+    /// every event, 4% of the commit thread).
+    pub(crate) fn append<L: Leaf>(
         &mut self,
         first_index: u64,
-        leaves: &[Vec<u8>],
-    ) -> Result<Vec<LeafPointer>, StoreError> {
+        leaves: &[L],
+    ) -> Result<(Vec<LeafPointer>, Vec<Hash>), StoreError> {
         let mut pointers = Vec::with_capacity(leaves.len());
+        let mut hashes = Vec::with_capacity(leaves.len());
         // Empty: `write_buffer` clears it after each write.
         let mut buf = std::mem::take(&mut self.buf);
         for (i, leaf) in leaves.iter().enumerate() {
@@ -401,14 +423,17 @@ impl SegmentWriter {
                 .open
                 .as_ref()
                 .ok_or_else(|| StoreError::Corrupt("no open segment".into()))?;
-            let len_u32 = u32::try_from(leaf.len())
+            let (segment, offset) = (*segment, *len + buf.len() as u64);
+            let start = buf.len();
+            leaf.write(index, &mut buf);
+            let len_u32 = u32::try_from(buf.len() - start)
                 .map_err(|_| StoreError::Corrupt(format!("leaf {index} is larger than 4 GiB")))?;
+            hashes.push(merkle::leaf_hash(&buf[start..]));
             pointers.push(LeafPointer {
-                segment: *segment,
-                offset: *len + buf.len() as u64,
+                segment,
+                offset,
                 len: len_u32,
             });
-            buf.extend_from_slice(leaf);
             buf.push(b'\n');
         }
         self.write_buffer(&mut buf)?;
@@ -418,7 +443,7 @@ impl SegmentWriter {
             encoded.extend_from_slice(&p.encode());
         }
         self.offsets.append(&encoded)?;
-        Ok(pointers)
+        Ok((pointers, hashes))
     }
 
     fn write_buffer(&mut self, buf: &mut Vec<u8>) -> Result<(), StoreError> {
@@ -543,7 +568,8 @@ mod tests {
         let segments = Segments::new(dir.path().join("leaves"));
         let mut writer = SegmentWriter::resume(segments.clone(), 1 << 30, 0, None).unwrap();
         let leaves: Vec<Vec<u8>> = (0..64u8).map(|i| vec![b'a' + i % 26; 1000]).collect();
-        let pointers = writer.append(0, &leaves).unwrap();
+        let (pointers, hashes) = writer.append(0, &leaves).unwrap();
+        assert_eq!(hashes[5], merkle::leaf_hash(&leaves[5]));
         let path = segments.path(0);
         // Written, not yet synced: the pages are the only copy.
         assert!(first_page_cached(&path));
@@ -560,7 +586,7 @@ mod tests {
         }
         assert!(first_page_cached(&path));
         // The next commit appends after the partial last page, as before.
-        let more = writer.append(64, &leaves[..2]).unwrap();
+        let (more, _) = writer.append(64, &leaves[..2]).unwrap();
         writer.sync().unwrap();
         assert_eq!(more[0].offset, pointers[63].end());
     }

@@ -562,12 +562,10 @@ impl Store {
                     continue;
                 }
                 seen.insert(&prepared.id);
-                let index = first + ids.len() as u64;
-                leaves.push(canonical::leaf_bytes(
-                    &prepared.canonical,
-                    index,
-                    &recorded_text,
-                ));
+                leaves.push(canonical::EventLeaf {
+                    event: &prepared.canonical,
+                    recorded_at: &recorded_text,
+                });
                 ids.push(&prepared.id);
                 facts.push(&prepared.facts);
                 outcome.appended += 1;
@@ -638,7 +636,7 @@ impl Store {
         w: &mut Writer,
         first: u64,
         recorded_at: Timestamp,
-        leaves: &[Vec<u8>],
+        leaves: &[canonical::EventLeaf<'_>],
         offsets: sled::Batch,
     ) -> Result<u64, StoreError> {
         let frontier = self.write_files(w, first, leaves)?;
@@ -677,7 +675,7 @@ impl Store {
         &self,
         w: &mut Writer,
         first: u64,
-        leaves: &[Vec<u8>],
+        leaves: &[canonical::EventLeaf<'_>],
     ) -> Result<Frontier, StoreError> {
         if w.files.is_none() {
             let last = match first.checked_sub(1) {
@@ -693,9 +691,9 @@ impl Store {
         let Some((leaf_writer, tree_writer)) = w.files.as_mut() else {
             return Err(StoreError::Corrupt("no file writers".into()));
         };
-        leaf_writer.append(first, leaves)?;
-        for bytes in leaves {
-            frontier.push(merkle::leaf_hash(bytes), |id, h| tree_writer.push(id, h));
+        let (_, hashes) = leaf_writer.append(first, leaves)?;
+        for hash in hashes {
+            frontier.push(hash, |id, h| tree_writer.push(id, h));
         }
         // The two files' syncs side by side, so that neither waits for the
         // other's journal commit (measured only together with the hashed
