@@ -124,7 +124,8 @@ fn fingerprint_strings(v: &mut Value) {
 ///
 /// One `match` (compiled to a switch on the length, then the bytes), not a
 /// list compared entry by entry: every key of every document comes here,
-/// and the list's thirty comparisons were 4% of decoding an object.
+/// and the list's thirty comparisons were about 5% of the decoding
+/// thread's samples.
 fn is_credential_key(key: &str) -> bool {
     // managedFields spell keys `f:password`; their leaves are `{}` and hold
     // nothing, so they need no special case.
@@ -183,8 +184,8 @@ fn looks_secret(s: &str) -> bool {
     let t = s.trim_start();
     t.starts_with("Bearer ")
         || t.starts_with("Basic ")
-        // A byte search first: most strings have no '-' at all, and a
-        // substring search of every string was a tenth of redaction.
+        // A byte search first: most strings have no '-' at all, and that
+        // search is cheaper than a substring search of every string.
         || (s.as_bytes().contains(&b'-') && s.contains("-----BEGIN") && s.contains("PRIVATE KEY"))
 }
 

@@ -328,7 +328,6 @@ impl Iterator for LineStream {
     }
 }
 
-/// Appends leaves to the newest segment, starting a new one past the size limit.
 /// A log entry's bytes, written by [`SegmentWriter::append`] given its
 /// index.
 pub(crate) trait Leaf {
@@ -343,6 +342,7 @@ impl Leaf for Vec<u8> {
     }
 }
 
+/// Appends leaves to the newest segment, starting a new one past the size limit.
 pub(crate) struct SegmentWriter {
     segments: Segments,
     offsets: RecordFile,
