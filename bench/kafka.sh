@@ -6,6 +6,12 @@
 # RSS, and checks that the ledger holds exactly COUNT events and verifies.
 # Results in bench/results/kafka-COUNT-SEED.json.
 #
+# COMPRESSION=lz4 (or gzip, zstd, snappy) has the producer compress its
+# batches; the default is none. With Tansu 0.6.0 the broker sets the pace:
+# it answers every fetch only once the consumer's fetch.wait.max.ms has
+# passed, data or not, and serves at most 5 MiB per fetch, so the consumer
+# waits for data part of the time (README "Kafka consume").
+#
 # Usage: bash bench/kafka.sh [COUNT] [SEED]
 # With BIN=DIR set, DIR's annal and annal-bench are run instead of a fresh
 # release build (an A/B of two builds, alternating).
@@ -13,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-1000000}
 seed=${2:-42}
+compression=${COMPRESSION:-none}
 mkdir -p bench/data bench/results
 tansu=$(bash scripts/tansu.sh)
 bin=${BIN:-}
@@ -29,9 +36,9 @@ kport=$((20000 + RANDOM % 20000))
 broker=$!
 until (exec 3<>"/dev/tcp/127.0.0.1/$kport") 2>/dev/null; do sleep 0.1; done
 "$tansu" topic create bench --partitions 3 --broker "tcp://127.0.0.1:$kport" >/dev/null
-echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $count envelopes, seed $seed, 3 partitions"
+echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $count envelopes, seed $seed, 3 partitions, $compression"
 "$bin/annal-bench" kafka-produce --brokers "127.0.0.1:$kport" --topic bench \
-  --partitions 3 --count "$count" --seed "$seed"
+  --partitions 3 --count "$count" --seed "$seed" --compression "$compression"
 "$bin/annal" --data "$work/ledger" init >/dev/null
 port=$((20000 + RANDOM % 20000))
 /usr/bin/time -f "server: peak RSS %M KB, CPU %P" -o "$work/time" \
@@ -47,9 +54,9 @@ out="bench/results/kafka-$count-$seed.json"
 # Watches the consumer's counter: time from the first committed batch to
 # the last message.
 # (When the server stops early, e.g. on a full disk, its log says why.)
-python3 - "$port" "$count" "$out" <<'PY' || { echo "the server stopped; its log:" >&2; tail -n 20 "$work/server.log" >&2; exit 1; }
+python3 - "$port" "$count" "$out" "$compression" <<'PY' || { echo "the server stopped; its log:" >&2; tail -n 20 "$work/server.log" >&2; exit 1; }
 import json, sys, time, urllib.request
-port, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+port, count, out, compression = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def metric(name):
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
     return next(int(float(l.split()[1])) for l in text.splitlines() if l.startswith(name + " "))
@@ -71,7 +78,7 @@ t0, n0 = first
 rate = (count - n0) / (now - t0)
 batches = metric("annal_kafka_batches_total")
 print(f"consumed {count} messages: {rate:,.0f} events/s after the first batch ({now - start:.1f} s from start, including the group join), {batches} group commits")
-json.dump({"count": count, "events_per_second": round(rate), "seconds_from_start": round(now - start, 2),
+json.dump({"count": count, "compression": compression, "events_per_second": round(rate), "seconds_from_start": round(now - start, 2),
            "seconds_from_first_batch": round(now - t0, 2), "group_commits": batches}, open(out, "w"), indent=2)
 PY
 kill -TERM "$server"

@@ -20,12 +20,21 @@ pub struct Lines {
 }
 
 impl Lines {
-    pub fn new(brokers: &str, topic: &str, partitions: i32) -> anyhow::Result<Lines> {
+    /// A producer to `topic`'s `partitions`, compressing its batches with
+    /// `compression` (librdkafka's `compression.type`: none, gzip, lz4,
+    /// zstd, snappy).
+    pub fn new(
+        brokers: &str,
+        topic: &str,
+        partitions: i32,
+        compression: &str,
+    ) -> anyhow::Result<Lines> {
         let failed = Arc::new(AtomicU64::new(0));
         let producer = ClientConfig::new()
             .set("bootstrap.servers", brokers)
             .set("linger.ms", "20")
             .set("batch.size", "1000000")
+            .set("compression.type", compression)
             .create_with_context(Deliveries(failed.clone()))?;
         Ok(Lines {
             producer,

@@ -121,6 +121,10 @@ enum Command {
         clusters: u32,
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// How the producer compresses its batches (librdkafka's
+        /// `compression.type`): none, gzip, lz4, zstd or snappy.
+        #[arg(long, default_value = "none")]
+        compression: String,
     },
     /// The standard comparison dataset of `bench/run` as Envelope JSONL,
     /// with the parameters its queries use (see `dataset.rs`).
@@ -257,9 +261,10 @@ fn main() -> anyhow::Result<()> {
             size,
             clusters,
             seed,
+            compression,
         } => {
             let started = std::time::Instant::now();
-            let mut lines = kafka_produce::Lines::new(&brokers, &topic, partitions)?;
+            let mut lines = kafka_produce::Lines::new(&brokers, &topic, partitions, &compression)?;
             envelopes(&mut lines, count, size, clusters.max(1), seed)?;
             let sent = lines.finish()?;
             eprintln!(
