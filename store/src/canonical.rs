@@ -62,14 +62,8 @@ impl PreparedEvent {
     }
 }
 
-/// Leaf bytes from the prepared event: `{"event":…,"index":N,"recorded_at":"…"}`.
-pub(crate) fn leaf_bytes(event: &[u8], index: u64, recorded_at: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(event.len() + recorded_at.len() + 48);
-    write_leaf(&mut out, event, index, recorded_at);
-    out
-}
-
-/// Appends [`leaf_bytes`] to `out`.
+/// Appends a leaf's bytes, `{"event":…,"index":N,"recorded_at":"…"}`,
+/// given its event's canonical bytes, to `out`.
 pub(crate) fn write_leaf(out: &mut Vec<u8>, event: &[u8], index: u64, recorded_at: &str) {
     out.extend_from_slice(b"{\"event\":");
     out.extend_from_slice(event);
@@ -96,11 +90,7 @@ impl crate::leaves::Leaf for EventLeaf<'_> {
 impl Canonical for Entry {
     fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let event = to_vec(&self.event)?;
-        out.extend_from_slice(&leaf_bytes(
-            &event,
-            self.index,
-            &self.recorded_at.to_string(),
-        ));
+        write_leaf(out, &event, self.index, &self.recorded_at.to_string());
         Ok(())
     }
 }
@@ -176,28 +166,34 @@ impl Canonical for Value {
                 out.push(b']');
             }
             Value::Object(map) => {
-                let mut fields = Fields::new(out);
                 if map.keys().is_sorted_by(|a, b| utf16_cmp(a, b).is_le()) {
-                    for (k, v) in map {
-                        fields.key(k);
-                        v.write_canonical(fields.out)?;
-                    }
+                    write_object(out, map)?;
                 } else {
                     // On the stack for the usual sizes: no allocation per
                     // object.
                     let mut entries: SmallVec<[(&String, &Value); 16]> = SmallVec::new();
                     entries.extend(map.iter());
                     entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-                    for (k, v) in entries {
-                        fields.key(k);
-                        v.write_canonical(fields.out)?;
-                    }
+                    write_object(out, entries)?;
                 }
-                fields.end();
             }
         }
         Ok(())
     }
+}
+
+/// Writes `entries`, already in key order, as an object.
+fn write_object<'a>(
+    out: &mut Vec<u8>,
+    entries: impl IntoIterator<Item = (&'a String, &'a Value)>,
+) -> Result<(), serde_json::Error> {
+    let mut fields = Fields::new(out);
+    for (k, v) in entries {
+        fields.key(k);
+        v.write_canonical(fields.out)?;
+    }
+    fields.end();
+    Ok(())
 }
 
 /// Writes `{"k":v,...}` one key at a time.
