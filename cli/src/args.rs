@@ -285,6 +285,9 @@ pub struct ServeArgs {
     /// Kafka consumer group (its offsets are kept in the ledger, and committed to the group too).
     #[arg(long, value_name = "GROUP", default_value = "annal")]
     pub kafka_group: String,
+    /// Consumer group members in this process (each its own connection, decoder and committer; at most one per partition is busy).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub kafka_members: u64,
     /// A further librdkafka setting KEY=VALUE (repeatable), e.g. security.protocol=sasl_plaintext.
     #[arg(long = "kafka-option", value_name = "KEY=VALUE", value_parser = parse_setting)]
     pub kafka_option: Vec<(String, String)>,

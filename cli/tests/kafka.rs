@@ -185,13 +185,24 @@ struct Consumer {
 
 impl Consumer {
     fn start(l: &Ledger, broker: &Broker, topic: &str, group: &str) -> Consumer {
+        Consumer::start_with(l, broker, topic, group, &[])
+    }
+
+    fn start_with(
+        l: &Ledger,
+        broker: &Broker,
+        topic: &str,
+        group: &str,
+        more: &[&str],
+    ) -> Consumer {
         let session_timeout = format!("session.timeout.ms={}", SESSION_TIMEOUT.as_millis());
-        let mut command = l.command(&[
+        let address = broker.address();
+        let mut args = vec![
             "serve",
             "--listen",
             "127.0.0.1:0",
             "--kafka-brokers",
-            &broker.address(),
+            &address,
             "--kafka-topic",
             topic,
             "--kafka-group",
@@ -204,7 +215,9 @@ impl Consumer {
             // minutes, longer than the tests wait).
             "--kafka-option",
             "max.poll.interval.ms=20000",
-        ]);
+        ];
+        args.extend_from_slice(more);
+        let mut command = l.command(&args);
         let mut child = Killed(
             command
                 .stdout(Stdio::null())
@@ -534,4 +547,54 @@ fn two_instances_in_one_group_split_the_stream_exactly_once() {
     let expected: std::collections::BTreeSet<String> =
         (0..30_000).map(|i| format!("s-{i}")).collect();
     assert_eq!(all, expected);
+}
+
+#[test]
+fn members_of_one_process_share_the_partitions_exactly_once() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    broker.create_topic("spread", 3);
+    broker.produce("spread", (0..12_000).map(|i| message("m", i)));
+    let l = Ledger::new();
+    let c = Consumer::start_with(
+        &l,
+        &broker,
+        "spread",
+        "annal-members",
+        &["--kafka-members", "3"],
+    );
+    c.wait_for("the stream", |c| {
+        c.metric("annal_kafka_messages_total") >= 12_000
+    });
+    broker.produce("spread", (12_000..15_000).map(|i| message("m", i)));
+    c.wait_for("the rest", |c| {
+        c.metric("annal_kafka_messages_total") >= 15_000
+    });
+    assert_eq!(c.metric("annal_kafka_skipped_offsets_total"), 0);
+    let (status, log) = c.terminate();
+    assert!(status.success(), "{log:?}");
+    // Each partition went to a member of its own, and since the members
+    // read only once all had joined, none was handed over mid-stream.
+    let assigned: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("assigned spread["))
+        .collect();
+    let members: std::collections::BTreeSet<&str> = assigned
+        .iter()
+        .filter_map(|l| l.split(" to member ").nth(1)?.split(',').next())
+        .collect();
+    assert_eq!(members.len(), 3, "{assigned:?}");
+    assert!(
+        assigned.iter().all(|l| l.ends_with("from the beginning")),
+        "{assigned:?}"
+    );
+    let (_, doc) = l.json(&[
+        "sql",
+        "SELECT count(*) AS n, count(DISTINCT id) AS d FROM events",
+    ]);
+    assert_eq!(
+        (doc[0]["n"].as_u64(), doc[0]["d"].as_u64()),
+        (Some(15_000), Some(15_000))
+    );
 }

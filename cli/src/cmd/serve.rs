@@ -136,6 +136,7 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
             let mut config =
                 kafka::Config::new(brokers, &args.kafka_group, args.kafka_topic.clone());
             config.settings = args.kafka_option.clone();
+            config.members = args.kafka_members as usize;
             let ended = consumer_ended.clone();
             let running = kafka::start(store, config, kafka_metrics, move || ended.notify_one())?;
             let topics: Vec<String> = args

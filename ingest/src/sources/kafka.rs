@@ -71,6 +71,11 @@ pub struct Config {
     pub batch_size: usize,
     /// How long a message may wait for its batch to fill.
     pub linger: Duration,
+    /// Group members in this process, each with its own connection, poll
+    /// thread and committer: the partitions are spread over them, so that
+    /// several fetches are in flight at once and decoding runs on several
+    /// cores. (A broker answers one fetch per connection at a time.)
+    pub members: usize,
 }
 
 impl Config {
@@ -83,6 +88,7 @@ impl Config {
             settings: Vec::new(),
             batch_size: pipeline::default_batch_size(),
             linger: Duration::from_millis(100),
+            members: 1,
         }
     }
 }
@@ -245,54 +251,90 @@ impl Metrics {
     }
 }
 
-/// A running consumer.
+/// A running consumer: its group members in this process.
 pub struct Running {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Result<(), Error>>,
+    members: Vec<JoinHandle<Result<(), Error>>>,
 }
 
 impl Running {
-    /// Whether the consumer stopped (on an error: see [`Running::stop`]).
+    /// Whether a member stopped (on an error: see [`Running::stop`]).
     pub fn finished(&self) -> bool {
-        self.thread.is_finished()
+        self.members.iter().any(|m| m.is_finished())
     }
 
     /// Commits what was read, leaves the group, and returns how the
-    /// consumer ended.
+    /// consumer ended (the first member's error, if any).
     pub fn stop(self) -> Result<(), Error> {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap_or(Err(Error::Panicked))
+        let mut result = Ok(());
+        for member in self.members {
+            let ended = member.join().unwrap_or(Err(Error::Panicked));
+            if result.is_ok() {
+                result = ended;
+            }
+        }
+        result
     }
 }
 
-/// Subscribes and consumes on a thread of its own until stopped. Calls
-/// `on_exit` when the consumer ends by itself (a store or client error).
+/// Subscribes `config.members` group members and consumes on threads of
+/// their own until stopped. Calls `on_exit` when a member ends by itself
+/// (a store or client error).
 pub fn start(
     store: Arc<Store>,
     config: Config,
     metrics: Arc<Metrics>,
     on_exit: impl FnOnce() + Send + 'static,
 ) -> Result<Running, Error> {
-    let consumer = consumer(store, &config, metrics)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("kafka".into())
-        .spawn(move || {
-            let result = consume(&consumer, &config, &flag);
-            if let Err(e) = &result {
-                log!("annal: kafka consumer stopped: {e}");
+    type OnExit = Box<dyn FnOnce() + Send>;
+    let on_exit: Arc<Mutex<Option<OnExit>>> = Arc::new(Mutex::new(Some(Box::new(on_exit))));
+    let mut running = Running {
+        stop: stop.clone(),
+        members: Vec::new(),
+    };
+    let count = config.members.max(1);
+    let gate = Arc::new(Gate::new(count));
+    for i in 0..count {
+        let member = consumer(store.clone(), &config, metrics.clone(), gate.clone(), i).and_then(
+            |consumer| {
+                let (flag, config, on_exit) = (stop.clone(), config.clone(), on_exit.clone());
+                let name = if count == 1 {
+                    "kafka".to_string()
+                } else {
+                    format!("kafka-{i}")
+                };
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || {
+                        let result = consume(&consumer, &config, &flag);
+                        if let Err(e) = &result {
+                            log!("annal: kafka consumer stopped: {e}");
+                        }
+                        // Dropping the consumer leaves the group; the revocation
+                        // it triggers commits anything still pending.
+                        drop(consumer);
+                        if !flag.load(Ordering::Relaxed) {
+                            if let Some(f) = lock(&on_exit).take() {
+                                f();
+                            }
+                        }
+                        result
+                    })
+                    .map_err(Error::Thread)
+            },
+        );
+        match member {
+            Ok(thread) => running.members.push(thread),
+            Err(e) => {
+                // The members started leave the group again.
+                let _ = running.stop();
+                return Err(e);
             }
-            // Dropping the consumer leaves the group; the revocation it
-            // triggers commits anything still pending.
-            drop(consumer);
-            if !flag.load(Ordering::Relaxed) {
-                on_exit();
-            }
-            result
-        })
-        .map_err(Error::Thread)?;
-    Ok(Running { stop, thread })
+        }
+    }
+    Ok(running)
 }
 
 /// The source name of a topic's offsets in the ledger.
@@ -300,10 +342,74 @@ pub fn offsets_source(group: &str, topic: &str) -> String {
     format!("kafka:{group}:{topic}")
 }
 
+/// The members of one process start reading together.
+///
+/// Members join the group one after another, and a broker may settle the
+/// group with the first one before the others join: it would read every
+/// partition for a moment and hand most of them over at the next
+/// rebalance. A hand-over re-fetches from the ledger's offset, which is
+/// exact but wasted work, and a broker that serves an offset inside a
+/// stored batch badly loses records there (Tansu 0.6.0 skips the rest of
+/// the batch). So a member's partitions stay paused until every member of
+/// the process has had an assignment (or [`GATE_WAIT`] passed); later
+/// rebalances, other processes joining or leaving, are the group's usual
+/// business.
+struct Gate {
+    members: usize,
+    joined: Mutex<usize>,
+    open: AtomicBool,
+    since: Instant,
+}
+
+/// Messages a process's members fetch ahead of decoding, together, in KiB.
+const PREFETCH_KB: usize = 65_536;
+
+/// How long members wait for each other before reading anyway (a member
+/// that cannot join must not hold the others back for good).
+const GATE_WAIT: Duration = Duration::from_secs(10);
+
+impl Gate {
+    fn new(members: usize) -> Gate {
+        Gate {
+            members,
+            joined: Mutex::new(0),
+            open: AtomicBool::new(members <= 1),
+            since: Instant::now(),
+        }
+    }
+
+    /// A member's first assignment.
+    fn join(&self) {
+        let mut joined = lock(&self.joined);
+        *joined += 1;
+        if *joined >= self.members {
+            self.open.store(true, Ordering::Release);
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        if self.open.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.since.elapsed() >= GATE_WAIT {
+            log!(
+                "annal: kafka: {} of {} members joined within {GATE_WAIT:?}; reading anyway",
+                lock(&self.joined),
+                self.members
+            );
+            self.open.store(true, Ordering::Release);
+            return true;
+        }
+        false
+    }
+}
+
 fn consumer(
     store: Arc<Store>,
     config: &Config,
     metrics: Arc<Metrics>,
+    gate: Arc<Gate>,
+    member: usize,
 ) -> Result<BaseConsumer<Source>, Error> {
     let mut client = ClientConfig::new();
     client
@@ -323,7 +429,14 @@ fn consumer(
         // (Tansu does) is read at 66k rather than 22k messages/s (bench/
         // kafka.sh, 300k messages). Idle partitions cost 20 fetches/s.
         .set("fetch.wait.max.ms", "50")
-        .set("statistics.interval.ms", "1000");
+        .set("statistics.interval.ms", "1000")
+        // What the members prefetch together stays what one member would
+        // (librdkafka's default, 64 MiB): three members with 64 MiB each
+        // peaked at 650-670 MB in bench/kafka.sh, one at 295 MB.
+        .set(
+            "queued.max.messages.kbytes",
+            (PREFETCH_KB / gate.members.max(1)).max(1024).to_string(),
+        );
     for (key, value) in &config.settings {
         client.set(key, value);
     }
@@ -341,6 +454,13 @@ fn consumer(
         landed: Condvar::new(),
         broken: AtomicBool::new(false),
         spent: Mutex::default(),
+        member: match gate.members {
+            1 => String::new(),
+            n => format!(" to member {} of {n}", member + 1),
+        },
+        gate,
+        joined: AtomicBool::new(false),
+        paused: AtomicBool::new(false),
     };
     let consumer: BaseConsumer<Source> = client.create_with_context(source)?;
     let names: Vec<&str> = config.topics.iter().map(|t| t.name.as_str()).collect();
@@ -383,6 +503,13 @@ fn poll(consumer: &BaseConsumer<Source>, config: &Config, stop: &AtomicBool) -> 
     while !stop.load(Ordering::Relaxed) {
         let polled = consumer.poll(Duration::from_millis(50));
         let idle = polled.is_none();
+        if source.paused.load(Ordering::Relaxed) && source.gate.is_open() {
+            source.paused.store(false, Ordering::Relaxed);
+            let resumed = consumer.assignment().and_then(|tpl| consumer.resume(&tpl));
+            if let Err(e) = resumed {
+                log!("annal: kafka: cannot resume reading: {e}");
+            }
+        }
         source.check()?;
         match polled {
             Some(Ok(message)) => source.take(&message)?,
@@ -429,6 +556,14 @@ struct Source {
     broken: AtomicBool,
     /// Committed events, for the poll thread to free.
     spent: Mutex<Vec<Vec<PreparedEvent>>>,
+    /// The process's members start reading together.
+    gate: Arc<Gate>,
+    /// Which member this is, for the log (empty when it is the only one).
+    member: String,
+    /// Whether this member had an assignment yet.
+    joined: AtomicBool,
+    /// Whether its partitions are paused at the gate.
+    paused: AtomicBool,
 }
 
 /// Read but not yet committed.
@@ -690,7 +825,10 @@ impl Source {
                 (Some(n), true) => format!("offset {n} (ledger)"),
                 (Some(n), false) => format!("offset {n} (group)"),
             };
-            log!("annal: kafka: assigned {topic}[{partition}], from {said}");
+            log!(
+                "annal: kafka: assigned {topic}[{partition}]{}, from {said}",
+                self.member
+            );
             starts.push((topic, partition, start));
         }
         let mut read_to = lock(&self.read_to);
@@ -752,10 +890,28 @@ impl ConsumerContext for Source {
         let result = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 self.starts(consumer, tpl);
-                if cooperative {
+                let assigned = if cooperative {
                     consumer.incremental_assign(tpl)
                 } else {
                     consumer.assign(tpl)
+                };
+                if !self.joined.swap(true, Ordering::Relaxed) {
+                    self.gate.join();
+                }
+                match assigned {
+                    Err(e) => Err(e),
+                    Ok(()) if !self.gate.is_open() => {
+                        // Read from once the other members have joined
+                        // (the poll loop resumes them).
+                        self.paused.store(true, Ordering::Relaxed);
+                        consumer.pause(tpl)
+                    }
+                    // A partition paused at the gate in an earlier
+                    // assignment stays paused when it comes back (the
+                    // client keeps an application's pause across
+                    // assignments), so it is resumed here.
+                    Ok(()) if self.gate.members > 1 => consumer.resume(tpl),
+                    Ok(()) => Ok(()),
                 }
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
