@@ -61,12 +61,23 @@ const OLD_FORMAT: &[u8] = b"format";
 
 /// Pending keys past which a mark is written at once: what memory holds
 /// between marks, and so what ingest's memory does not grow past.
-const PENDING_BYTES: usize = 48 << 20;
+///
+/// Pending keys are held twice at a mark (the frozen ones being written
+/// beside the new ones), so this bound counts double at ingest's peak. At
+/// 48 MiB only the clock started marks, and a fleet's first inventory
+/// (every event a new object: the object states pend too) peaked at
+/// 286-305 MB over its first 1M events against 263-271 MB for 1M events
+/// of the same fleet later on; at 16 MiB, 264-266 MB against 255-259,
+/// at the same rate (three runs each, alternating).
+const PENDING_BYTES: usize = 16 << 20;
 /// fjall's journal bound (its minimum, 64 MiB). Only fjall's own records
 /// (and damage the tests write) go through the journal.
 const JOURNAL_BYTES: u64 = 64 << 20;
-/// Block cache shared by the keyspaces.
-const CACHE_BYTES: u64 = 16 << 20;
+/// Block cache shared by the keyspaces. Ingest's point reads (the id
+/// filter's false positives, object states the writer does not hold) fill
+/// it as the ledger grows: at 6M events it held 17 MB of a 16 MiB cache at
+/// ingest's peak, against under 1 MB at 1M (heaptrack).
+const CACHE_BYTES: u64 = 4 << 20;
 /// How often a mark is written: the most an open after a crash replays.
 ///
 /// Each mark writes one run per keyspace and syncs every cluster's

@@ -127,7 +127,9 @@ impl Reads {
             Reads::Filtered => base
                 .filter_block_partitioning_policy(PartitioningPolicy::all(true))
                 .index_block_pinning_policy(PinningPolicy::all(true)),
-            Reads::Range => base.filter_policy(fjall::config::FilterPolicy::disabled()),
+            Reads::Range => base
+                .filter_policy(fjall::config::FilterPolicy::disabled())
+                .index_block_partitioning_policy(PartitioningPolicy::all(true)),
         }
     }
 }
