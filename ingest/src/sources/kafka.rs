@@ -24,6 +24,11 @@
 //! stay at the last batch written), and before partitions are revoked, or
 //! the consumer stops, the batches handed off are waited for.
 //!
+//! A process may run several members of the group ([`Config::members`]),
+//! each with its own connection, poll loop and committer, all writing the
+//! one ledger; they begin reading once all of them have joined (see
+//! `Gate`).
+//!
 //! A message is one input, framed and decoded like a file by the topic's
 //! format; its timestamp is the valid time of last resort. Records that do
 //! not decode are quarantined under the source name
@@ -361,9 +366,6 @@ struct Gate {
     since: Instant,
 }
 
-/// Messages a process's members fetch ahead of decoding, together, in KiB.
-const PREFETCH_KB: usize = 65_536;
-
 /// How long members wait for each other before reading anyway (a member
 /// that cannot join must not hold the others back for good).
 const GATE_WAIT: Duration = Duration::from_secs(10);
@@ -403,6 +405,9 @@ impl Gate {
         false
     }
 }
+
+/// Messages a process's members fetch ahead of decoding, together, in KiB.
+const PREFETCH_KB: usize = 65_536;
 
 fn consumer(
     store: Arc<Store>,
