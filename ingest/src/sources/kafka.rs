@@ -44,7 +44,7 @@ macro_rules! log {
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -361,7 +361,7 @@ pub fn offsets_source(group: &str, topic: &str) -> String {
 /// business.
 struct Gate {
     members: usize,
-    joined: Mutex<usize>,
+    joined: AtomicUsize,
     open: AtomicBool,
     since: Instant,
 }
@@ -374,7 +374,7 @@ impl Gate {
     fn new(members: usize) -> Gate {
         Gate {
             members,
-            joined: Mutex::new(0),
+            joined: AtomicUsize::new(0),
             open: AtomicBool::new(members <= 1),
             since: Instant::now(),
         }
@@ -382,9 +382,7 @@ impl Gate {
 
     /// A member's first assignment.
     fn join(&self) {
-        let mut joined = lock(&self.joined);
-        *joined += 1;
-        if *joined >= self.members {
+        if self.joined.fetch_add(1, Ordering::AcqRel) + 1 >= self.members {
             self.open.store(true, Ordering::Release);
         }
     }
@@ -396,7 +394,7 @@ impl Gate {
         if self.since.elapsed() >= GATE_WAIT {
             log!(
                 "annal: kafka: {} of {} members joined within {GATE_WAIT:?}; reading anyway",
-                lock(&self.joined),
+                self.joined.load(Ordering::Acquire),
                 self.members
             );
             self.open.store(true, Ordering::Release);
@@ -440,7 +438,7 @@ fn consumer(
         // peaked at 650-670 MB in bench/kafka.sh, one at 295 MB.
         .set(
             "queued.max.messages.kbytes",
-            (PREFETCH_KB / gate.members.max(1)).max(1024).to_string(),
+            (PREFETCH_KB / gate.members).max(1024).to_string(),
         );
     for (key, value) in &config.settings {
         client.set(key, value);
