@@ -58,7 +58,8 @@ def main():
     p.add_argument("--annal", default=str(ROOT / "target/release/annal"))
     p.add_argument("--annal-bench", default=str(ROOT / "target/release/annal-bench"))
     p.add_argument("--pg-bin", required=True, help="PostgreSQL's bin directory")
-    p.add_argument("--keep", action="store_true", help="reuse a loaded ledger and table (skip ingest)")
+    p.add_argument("--keep", action="store_true",
+                   help="reuse a loaded ledger and table (skip ingest; the results keep its runs)")
     p.add_argument("--more-ingest-runs", type=int, metavar="N",
                    help="add N ingest runs per system to the existing results (nothing else)")
     p.add_argument("--low-disk", action="store_true",
@@ -132,6 +133,15 @@ def main():
             log("reusing the loaded ledger (--keep)")
         if keep_pg:
             log("reusing the loaded PostgreSQL table (--keep)")
+        if keep_annal and keep_pg and results_path.exists():
+            # Both loads are the ones the results file measured: their ingest
+            # runs stay in it, and only what follows is measured again.
+            earlier = json.loads(results_path.read_text())
+            if earlier.get("dataset") == results["dataset"] and earlier.get("ingest"):
+                for key in ["ingest", "ingest_runs", "open_after_ingest"]:
+                    if key in earlier:
+                        results[key] = earlier[key]
+                log("keeping the ingest runs of " + str(results_path.relative_to(ROOT)))
         for _ in range(ingest_runs):
             if not keep_annal:
                 results["ingest"].setdefault("annal", []).extend(
