@@ -12,6 +12,9 @@
 # passed, data or not, and serves at most 5 MiB per fetch, so the consumer
 # waits for data part of the time (README "Kafka consume").
 #
+# SERVE_OPTIONS="--kafka-option KEY=VALUE ..." passes options to the
+# consuming `annal serve` (README "Kafka consume": fetch settings).
+#
 # Usage: bash bench/kafka.sh [COUNT] [SEED]
 # With BIN=DIR set, DIR's annal and annal-bench are run instead of a fresh
 # release build (an A/B of two builds, alternating).
@@ -43,7 +46,7 @@ echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $coun
 port=$((20000 + RANDOM % 20000))
 /usr/bin/time -f "server: peak RSS %M KB, CPU %P" -o "$work/time" \
   "$bin/annal" --data "$work/ledger" serve --listen "127.0.0.1:$port" \
-  --kafka-brokers "127.0.0.1:$kport" --kafka-topic bench --kafka-group bench 2> "$work/server.log" &
+  --kafka-brokers "127.0.0.1:$kport" --kafka-topic bench --kafka-group bench ${SERVE_OPTIONS:-} 2> "$work/server.log" &
 timer=$!
 until grep -q "serving on" "$work/server.log"; do
   kill -0 "$timer" 2>/dev/null || { cat "$work/server.log"; exit 1; }
