@@ -431,6 +431,12 @@ fn consumer(
         // linger, and a broker that holds every fetch for the whole wait
         // (Tansu does) is read at 66k rather than 22k messages/s (bench/
         // kafka.sh, 300k messages). Idle partitions cost 20 fetches/s.
+        // Shorter waits alone are slower: fast fetches fill the prefetch
+        // queue, and a full queue stops fetching for
+        // `fetch.queue.backoff.ms` (1000 ms by default). With both at 10 ms
+        // one member made 89-105k events/s against 86-91k, at 120 MB more
+        // peak RSS (README "Kafka consume"); not the default until the
+        // Kafka tests have run with it.
         .set("fetch.wait.max.ms", "50")
         .set("statistics.interval.ms", "1000")
         // What the members prefetch together stays what one member would
