@@ -300,7 +300,7 @@ pub fn start(
         members: Vec::new(),
     };
     let count = config.members.max(1);
-    let gate = Arc::new(Gate::new(count));
+    let gate = Arc::new(Gate::new(count, rebalance_timeout(&config.settings)));
     for i in 0..count {
         let member = consumer(store.clone(), &config, metrics.clone(), gate.clone(), i).and_then(
             |consumer| {
@@ -356,27 +356,43 @@ pub fn offsets_source(group: &str, topic: &str) -> String {
 /// exact but wasted work, and a broker that serves an offset inside a
 /// stored batch badly loses records there (Tansu 0.6.0 skips the rest of
 /// the batch). So a member's partitions stay paused until every member of
-/// the process has had an assignment (or [`GATE_WAIT`] passed); later
-/// rebalances, other processes joining or leaving, are the group's usual
-/// business.
+/// the process has had an assignment (or the rebalance timeout passed);
+/// later rebalances, other processes joining or leaving, are the group's
+/// usual business.
 struct Gate {
     members: usize,
     joined: AtomicUsize,
     open: AtomicBool,
     since: Instant,
+    /// How long members wait for each other before reading anyway (a
+    /// member that cannot join must not hold the others back for good).
+    wait: Duration,
 }
 
-/// How long members wait for each other before reading anyway (a member
-/// that cannot join must not hold the others back for good).
-const GATE_WAIT: Duration = Duration::from_secs(10);
+/// The group's rebalance timeout: librdkafka sends `max.poll.interval.ms`
+/// (300 s by default) as the time the broker waits for every member to
+/// join a rebalance, so members that join one after the other under load
+/// can legitimately take that long to all have an assignment. A fixed
+/// 10 s here opened the gate early on a loaded 2-core CI machine, and a
+/// partition was handed over mid-stream.
+fn rebalance_timeout(settings: &[(String, String)]) -> Duration {
+    let ms = settings
+        .iter()
+        .rev()
+        .find(|(key, _)| key == "max.poll.interval.ms")
+        .and_then(|(_, value)| value.trim().parse::<u64>().ok())
+        .unwrap_or(300_000);
+    Duration::from_millis(ms)
+}
 
 impl Gate {
-    fn new(members: usize) -> Gate {
+    fn new(members: usize, wait: Duration) -> Gate {
         Gate {
             members,
             joined: AtomicUsize::new(0),
             open: AtomicBool::new(members <= 1),
             since: Instant::now(),
+            wait,
         }
     }
 
@@ -391,11 +407,12 @@ impl Gate {
         if self.open.load(Ordering::Acquire) {
             return true;
         }
-        if self.since.elapsed() >= GATE_WAIT {
+        if self.since.elapsed() >= self.wait {
             log!(
-                "annal: kafka: {} of {} members joined within {GATE_WAIT:?}; reading anyway",
+                "annal: kafka: {} of {} members joined within the rebalance timeout ({:?}); reading anyway",
                 self.joined.load(Ordering::Acquire),
-                self.members
+                self.members,
+                self.wait
             );
             self.open.store(true, Ordering::Release);
             return true;
@@ -966,6 +983,35 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gate_waits_for_the_rebalance_timeout_the_client_sends() {
+        let set = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(rebalance_timeout(&[]), Duration::from_secs(300));
+        // The last setting wins, as it does in the client's configuration.
+        let settings = set(&[
+            ("max.poll.interval.ms", "20000"),
+            ("session.timeout.ms", "6000"),
+            ("max.poll.interval.ms", "60000"),
+        ]);
+        assert_eq!(rebalance_timeout(&settings), Duration::from_secs(60));
+        let gate = Gate::new(3, Duration::from_secs(60));
+        assert!(!gate.is_open());
+        gate.join();
+        gate.join();
+        assert!(!gate.is_open());
+        gate.join();
+        assert!(gate.is_open());
+        // A gate whose wait has passed opens without every member.
+        let gate = Gate::new(3, Duration::ZERO);
+        assert!(gate.is_open());
+        assert!(Gate::new(1, Duration::from_secs(60)).is_open());
+    }
 
     #[test]
     fn topics_parse_with_format_and_cluster() {
