@@ -422,7 +422,7 @@ impl Gate {
 }
 
 /// Messages a process's members fetch ahead of decoding, together, in KiB.
-const PREFETCH_KB: usize = 65_536;
+const PREFETCH_KB: usize = 16_384;
 
 fn consumer(
     store: Arc<Store>,
@@ -443,22 +443,25 @@ fn consumer(
         // A member that died is replaced after 10 s rather than Kafka's
         // 45 s default: a supervisor restarts annal well within that.
         .set("session.timeout.ms", "10000")
-        // A fetch waits at most 50 ms for data (librdkafka's default is
-        // 500): a message then waits for its batch about as long as the
-        // linger, and a broker that holds every fetch for the whole wait
-        // (Tansu does) is read at 66k rather than 22k messages/s (bench/
-        // kafka.sh, 300k messages). Idle partitions cost 20 fetches/s.
-        // Shorter waits alone are slower: fast fetches fill the prefetch
-        // queue, and a full queue stops fetching for
-        // `fetch.queue.backoff.ms` (1000 ms by default). With both at 10 ms
-        // one member made 89-105k events/s against 86-91k, at 120 MB more
-        // peak RSS (README "Kafka consume"); not the default until the
-        // Kafka tests have run with it.
-        .set("fetch.wait.max.ms", "50")
+        // A fetch waits at most 10 ms for data (librdkafka's default is
+        // 500), and a partition whose prefetch queue was full is fetched
+        // again 10 ms later (`fetch.queue.backoff.ms`, 1000 by default). A
+        // broker that holds every fetch for the whole wait (Tansu does)
+        // sets the rate by the wait: 100 ms read 48k, 50 ms 82-91k
+        // messages/s (bench/kafka.sh, 1M messages). Shorter waits alone
+        // were slower (10 ms: 71k): fast fetches fill the prefetch queue,
+        // and a full queue stopped fetching for the whole second. With
+        // both at 10 ms one member is CPU-bound instead (README "Kafka
+        // consume"). An idle partition costs about 100 fetches/s, which
+        // the broker answers after the wait.
+        .set("fetch.wait.max.ms", "10")
+        .set("fetch.queue.backoff.ms", "10")
         .set("statistics.interval.ms", "1000")
-        // What the members prefetch together stays what one member would
-        // (librdkafka's default, 64 MiB): three members with 64 MiB each
-        // peaked at 650-670 MB in bench/kafka.sh, one at 295 MB.
+        // What the members prefetch together stays what one member would:
+        // three members with librdkafka's default 64 MiB each peaked at
+        // 650-670 MB in bench/kafka.sh, one at 295 MB. With the fetches
+        // above refilling it every 10 ms, 16 MiB keeps one member busy
+        // (the 64 MiB default only added peak RSS: 372-390 MB against 290).
         .set(
             "queued.max.messages.kbytes",
             (PREFETCH_KB / gate.members).max(1024).to_string(),
