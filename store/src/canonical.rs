@@ -232,9 +232,25 @@ fn utf16_cmp(a: &str, b: &str) -> Ordering {
 
 /// serde_json escapes exactly what JSON.stringify escapes: `"`, `\`, and
 /// control characters (as \b \t \n \f \r or lowercase \u00xx).
+///
+/// Most strings of a manifest need no escape at all; those are copied
+/// between quotes without the serializer's set-up per call (the keys and
+/// values that make up `data` are short). The scan has no early exit, so
+/// that it compiles to vector compares.
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    let bytes = s.as_bytes();
+    let needs_escape = bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if needs_escape {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+    }
 }
 
 fn write_u64(out: &mut Vec<u8>, n: u64) {
@@ -333,6 +349,19 @@ pub(crate) mod tests {
                 },
             };
             prop_assert_eq!(to_vec(&entry).unwrap(), serde_json_canonicalizer::to_vec(&entry).unwrap());
+        }
+    }
+
+    #[test]
+    fn strings_escape_as_serde_json_escapes_them() {
+        let mut texts: Vec<String> = (0u8..0x80).map(|b| char::from(b).to_string()).collect();
+        texts.extend(
+            ["plain", "tab\there", "quote\"d", "back\\slash", "é€😀", ""].map(String::from),
+        );
+        for text in texts {
+            let mut ours = Vec::new();
+            write_str(&mut ours, &text);
+            assert_eq!(ours, serde_json::to_vec(&text).unwrap(), "{text:?}");
         }
     }
 

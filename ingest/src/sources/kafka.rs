@@ -650,7 +650,15 @@ impl Source {
         let (Some(payload), Some(spec)) = (message.payload(), self.topic(topic)) else {
             return Ok(()); // a tombstone: nothing to record
         };
-        let name = format!("kafka:{topic}[{partition}]@{offset}");
+        // `kafka:TOPIC[PARTITION]@OFFSET`, without the formatting
+        // machinery (once per message).
+        let mut name = String::with_capacity(topic.len() + 32);
+        name.push_str("kafka:");
+        name.push_str(topic);
+        name.push('[');
+        name.push_str(itoa::Buffer::new().format(partition));
+        name.push_str("]@");
+        name.push_str(itoa::Buffer::new().format(offset));
         let time = message
             .timestamp()
             .to_millis()
