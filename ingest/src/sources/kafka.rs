@@ -293,7 +293,6 @@ pub fn start(
     on_exit: impl FnOnce() + Send + 'static,
 ) -> Result<Running, Error> {
     let stop = Arc::new(AtomicBool::new(false));
-    type OnExit = Box<dyn FnOnce() + Send>;
     let on_exit: Arc<Mutex<Option<OnExit>>> = Arc::new(Mutex::new(Some(Box::new(on_exit))));
     let mut running = Running {
         stop: stop.clone(),
@@ -302,34 +301,8 @@ pub fn start(
     let count = config.members.max(1);
     let gate = Arc::new(Gate::new(count, rebalance_timeout(&config.settings)));
     for i in 0..count {
-        let member = consumer(store.clone(), &config, metrics.clone(), gate.clone(), i).and_then(
-            |consumer| {
-                let (flag, config, on_exit) = (stop.clone(), config.clone(), on_exit.clone());
-                let name = if count == 1 {
-                    "kafka".to_string()
-                } else {
-                    format!("kafka-{i}")
-                };
-                std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || {
-                        let result = consume(&consumer, &config, &flag);
-                        if let Err(e) = &result {
-                            log!("annal: kafka consumer stopped: {e}");
-                        }
-                        // Dropping the consumer leaves the group; the revocation
-                        // it triggers commits anything still pending.
-                        drop(consumer);
-                        if !flag.load(Ordering::Relaxed) {
-                            if let Some(f) = lock(&on_exit).take() {
-                                f();
-                            }
-                        }
-                        result
-                    })
-                    .map_err(Error::Thread)
-            },
-        );
+        let member = consumer(store.clone(), &config, metrics.clone(), gate.clone(), i)
+            .and_then(|consumer| spawn_member(consumer, i, &config, &stop, &on_exit));
         match member {
             Ok(thread) => running.members.push(thread),
             Err(e) => {
@@ -340,6 +313,45 @@ pub fn start(
         }
     }
     Ok(running)
+}
+
+/// What [`start`] calls when a member ends by itself (once, whichever
+/// member ends first).
+type OnExit = Box<dyn FnOnce() + Send>;
+
+/// Runs member `i` on a thread of its own (`kafka`, or `kafka-I` when
+/// there are several) until `stop` is set or it fails.
+fn spawn_member(
+    consumer: BaseConsumer<Source>,
+    i: usize,
+    config: &Config,
+    stop: &Arc<AtomicBool>,
+    on_exit: &Arc<Mutex<Option<OnExit>>>,
+) -> Result<JoinHandle<Result<(), Error>>, Error> {
+    let (flag, config, on_exit) = (stop.clone(), config.clone(), on_exit.clone());
+    let name = if config.members.max(1) == 1 {
+        "kafka".to_string()
+    } else {
+        format!("kafka-{i}")
+    };
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let result = consume(&consumer, &config, &flag);
+            if let Err(e) = &result {
+                log!("annal: kafka consumer stopped: {e}");
+            }
+            // Dropping the consumer leaves the group; the revocation it
+            // triggers commits anything still pending.
+            drop(consumer);
+            if !flag.load(Ordering::Relaxed) {
+                if let Some(f) = lock(&on_exit).take() {
+                    f();
+                }
+            }
+            result
+        })
+        .map_err(Error::Thread)
 }
 
 /// The source name of a topic's offsets in the ledger.
