@@ -582,19 +582,40 @@ fn members_of_one_process_share_the_partitions_exactly_once() {
     assert_eq!(c.metric("annal_kafka_skipped_offsets_total"), 0);
     let (status, log) = c.terminate();
     assert!(status.success(), "{log:?}");
-    // Each partition went to a member of its own, and since the members
-    // read only once all had joined, none was handed over mid-stream.
+    // Each member had partitions, and none read before all had joined.
     let assigned: Vec<&String> = log
         .iter()
         .filter(|l| l.contains("assigned spread["))
         .collect();
-    let members: std::collections::BTreeSet<&str> = assigned
+    let member = |l: &str| -> Option<String> {
+        Some(
+            l.split(" to member ")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .to_string(),
+        )
+    };
+    // The assignments until every member has had one: the gate keeps
+    // them all unread, so none of them starts past the beginning. (A
+    // rebalance after that, seen on a loaded CI machine when a member
+    // rejoined late, is the group's business: a partition then moves
+    // from the ledger's offset, and the counts below hold it exactly
+    // once.)
+    let mut seen = std::collections::BTreeSet::new();
+    let before_all_joined: Vec<&&String> = assigned
         .iter()
-        .filter_map(|l| l.split(" to member ").nth(1)?.split(',').next())
+        .take_while(|l| {
+            let all = seen.len() == 3;
+            seen.extend(member(l));
+            !all
+        })
         .collect();
-    assert_eq!(members.len(), 3, "{log:#?}");
+    assert_eq!(seen.len(), 3, "{log:#?}");
     assert!(
-        assigned.iter().all(|l| l.ends_with("from the beginning")),
+        before_all_joined
+            .iter()
+            .all(|l| l.ends_with("from the beginning")),
         "{log:#?}"
     );
     let (_, doc) = l.json(&[
