@@ -372,7 +372,7 @@ impl Reader {
                     spent.try_iter().for_each(drop);
                 }
                 chunk.records += 1;
-                let mut decoded = Decoded::default();
+                let mut decoded = Decoded::for_store();
                 decode_framed(self.format, framed, syntax, &mut ctx, &mut decoded);
                 chunk.add(decoded);
                 if chunk.events.len() >= self.batch_size || chunk.rejected.len() >= self.batch_size
@@ -391,25 +391,15 @@ impl Reader {
 }
 
 impl Chunk {
-    /// Takes in what one record decoded to, computing each event's
-    /// canonical bytes here, off the committing thread.
+    /// Takes in what one record decoded to (its events encoded already,
+    /// on this thread rather than the committing one).
     fn add(&mut self, decoded: Decoded) {
         self.rejected.extend(decoded.rejected);
         for (reason, n) in decoded.skipped {
             *self.skipped.entry(reason).or_default() += n;
         }
         self.times.add(&decoded.times);
-        for event in decoded.events {
-            match PreparedEvent::new(&event) {
-                Ok(p) => self.events.push(p),
-                Err(err) => self.rejected.push(Rejected {
-                    source: event.source.clone().unwrap_or_default(),
-                    line: None,
-                    reason: format!("cannot encode canonically: {err}"),
-                    raw: serde_json::to_vec(&event).unwrap_or_default(),
-                }),
-            }
-        }
+        self.events.extend(decoded.prepared);
     }
 }
 
@@ -447,6 +437,12 @@ fn decode_framed(
         }
     };
     ctx.line = record.line;
+    if out.prepare {
+        if let Some(event) = format.prepare_envelope(&record, syntax) {
+            out.prepared.push(event);
+            return;
+        }
+    }
     let mut decoded = Output::default();
     if let Err(e) = format.decode(&record, syntax, ctx, &mut decoded) {
         out.rejected.push(reject(
@@ -456,7 +452,20 @@ fn decode_framed(
         ));
         return;
     }
-    out.events.extend(decoded.events);
+    if out.prepare {
+        for event in decoded.events {
+            match PreparedEvent::new(&event) {
+                Ok(p) => out.prepared.push(p),
+                Err(err) => out.rejected.push(reject(
+                    record.line,
+                    format!("cannot encode canonically: {err}"),
+                    serde_json::to_vec(&event).unwrap_or_default(),
+                )),
+            }
+        }
+    } else {
+        out.events.extend(decoded.events);
+    }
     for (reason, item) in decoded.rejected {
         out.rejected.push(reject(
             record.line,
@@ -497,6 +506,11 @@ fn frame<'a, R: std::io::BufRead + Send + 'a>(
 pub struct Decoded {
     /// Envelopes, redacted and validated.
     pub events: Vec<annal_schemas::Envelope>,
+    /// The same, encoded for the log as they were decoded, when decoding
+    /// for a store ([`decode_prepared`]); `events` then stays empty.
+    pub prepared: Vec<PreparedEvent>,
+    /// Whether to fill `prepared` rather than `events`.
+    prepare: bool,
     /// Rejections, with redacted raw bytes.
     pub rejected: Vec<Rejected>,
     /// Documents with nothing to record, by reason.
@@ -525,7 +539,47 @@ pub fn decode_input(
     input_time: Timestamp,
     options: &Options,
 ) -> Decoded {
-    let mut out = Decoded::default();
+    decode_into(Decoded::default(), format, name, bytes, input_time, options)
+}
+
+/// [`decode_input`] for a store: each event is encoded as it is decoded
+/// (into [`Decoded::prepared`]), most envelopes straight from their bytes.
+pub fn decode_prepared(
+    format: Format,
+    name: &str,
+    bytes: &[u8],
+    input_time: Timestamp,
+    options: &Options,
+) -> Decoded {
+    decode_into(
+        Decoded::for_store(),
+        format,
+        name,
+        bytes,
+        input_time,
+        options,
+    )
+}
+
+impl Decoded {
+    /// An empty result that encodes events as they come
+    /// ([`Decoded::prepared`]).
+    fn for_store() -> Decoded {
+        Decoded {
+            prepare: true,
+            ..Decoded::default()
+        }
+    }
+}
+
+fn decode_into(
+    mut out: Decoded,
+    format: Format,
+    name: &str,
+    bytes: &[u8],
+    input_time: Timestamp,
+    options: &Options,
+) -> Decoded {
     let mut ctx = options.context(name, input_time);
     // (Bytes that start with `{` are JSON to every format.)
     if let Some(one) = crate::record::single_line(bytes, options.stream_lists_over) {

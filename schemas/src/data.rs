@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{EventType, Timestamp};
@@ -625,9 +625,15 @@ fn one() -> u64 {
 /// Checks that `data` has the shape its `type` requires.
 ///
 /// The error carries the JSON path below `data` (e.g. `metadata.name`).
-pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, String)> {
+pub(crate) fn check_shape<'a, D>(kind: EventType, data: D) -> Result<(), (String, String)>
+where
+    D: Deserializer<'a, Error = serde_json::Error> + Copy,
+{
     /// Untracked first (fast); tracked only to explain a failure.
-    fn check<'a, T: Deserialize<'a>>(data: &'a Value) -> Result<(), (String, String)> {
+    fn check<'a, T: Deserialize<'a>, D>(data: D) -> Result<(), (String, String)>
+    where
+        D: Deserializer<'a, Error = serde_json::Error> + Copy,
+    {
         if T::deserialize(data).is_ok() {
             return Ok(());
         }
@@ -638,32 +644,35 @@ pub(crate) fn check_shape(kind: EventType, data: &Value) -> Result<(), (String, 
     /// Kubernetes objects are the large, hot case: check them through a
     /// borrowed view first (no copies of the object), and use the owned type
     /// only to explain a failure.
-    fn check_object<'a, T: Deserialize<'a>>(data: &'a Value) -> Result<(), (String, String)> {
+    fn check_object<'a, T: Deserialize<'a>, D>(data: D) -> Result<(), (String, String)>
+    where
+        D: Deserializer<'a, Error = serde_json::Error> + Copy,
+    {
         if shape::Object::deserialize(data).is_ok() {
             return Ok(());
         }
-        check::<T>(data)
+        check::<T, D>(data)
     }
     match kind {
-        EventType::ObjectObserved => check_object::<KubeObject>(data),
-        EventType::ObjectDeleted => check_object::<ObjectDeleted>(data),
-        EventType::AppDeclared => check::<AppDeclared>(data),
-        EventType::AppSync => check::<AppSync>(data),
-        EventType::AppHealth => check::<AppHealth>(data),
-        EventType::AppInventory => check::<AppInventory>(data),
-        EventType::AppRevisionGood => check::<AppRevisionGood>(data),
-        EventType::ClusterRegistered | EventType::ClusterUpdated => check::<ClusterInfo>(data),
-        EventType::ClusterLifecycle => check::<ClusterLifecycle>(data),
+        EventType::ObjectObserved => check_object::<KubeObject, D>(data),
+        EventType::ObjectDeleted => check_object::<ObjectDeleted, D>(data),
+        EventType::AppDeclared => check::<AppDeclared, D>(data),
+        EventType::AppSync => check::<AppSync, D>(data),
+        EventType::AppHealth => check::<AppHealth, D>(data),
+        EventType::AppInventory => check::<AppInventory, D>(data),
+        EventType::AppRevisionGood => check::<AppRevisionGood, D>(data),
+        EventType::ClusterRegistered | EventType::ClusterUpdated => check::<ClusterInfo, D>(data),
+        EventType::ClusterLifecycle => check::<ClusterLifecycle, D>(data),
         EventType::ClusterCredentialIssued | EventType::ClusterCredentialRevoked => {
-            check::<ClusterCredential>(data)
+            check::<ClusterCredential, D>(data)
         }
-        EventType::ClusterHeartbeat => check::<ClusterHeartbeat>(data),
-        EventType::ControlplaneFenced => check::<ControlplaneFenced>(data),
-        EventType::ControlplaneBackup => check::<ControlplaneBackup>(data),
-        EventType::ControllerMetrics => check::<ControllerMetrics>(data),
-        EventType::AuditRequest => check::<AuditRequest>(data),
-        EventType::KubeEvent => check::<KubeEvent>(data),
-        EventType::LedgerKeyRotated => check::<LedgerKeyRotated>(data),
+        EventType::ClusterHeartbeat => check::<ClusterHeartbeat, D>(data),
+        EventType::ControlplaneFenced => check::<ControlplaneFenced, D>(data),
+        EventType::ControlplaneBackup => check::<ControlplaneBackup, D>(data),
+        EventType::ControllerMetrics => check::<ControllerMetrics, D>(data),
+        EventType::AuditRequest => check::<AuditRequest, D>(data),
+        EventType::KubeEvent => check::<KubeEvent, D>(data),
+        EventType::LedgerKeyRotated => check::<LedgerKeyRotated, D>(data),
     }
 }
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::data::check_shape;
-use crate::{EventType, Timestamp, ValidationError};
+use crate::{EventType, Node, Timestamp, ValidationError};
 
 /// The only accepted value of `schema`.
 pub const SCHEMA_V1: &str = "annal.event/v1";
@@ -42,6 +42,61 @@ pub struct Envelope {
     pub data: Value,
 }
 
+/// An envelope read through a borrow: the fields as [`Envelope`] has them,
+/// `data` as a [`Node`] whose strings point into the input.
+///
+/// The ingest fast path: an envelope read so is encoded and indexed
+/// without ever being copied into a `serde_json::Value`. It takes only
+/// what it can take without doubt; anything else (an escaped header
+/// string, a failed rule) is read again as an [`Envelope`], which explains
+/// the error, so errors are never worded from here.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvelopeRef<'a> {
+    /// As in [`Envelope`].
+    pub schema: &'a str,
+    /// As in [`Envelope`].
+    pub id: &'a str,
+    /// As in [`Envelope`].
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// As in [`Envelope`].
+    pub time: Timestamp,
+    /// As in [`Envelope`].
+    #[serde(default, borrow)]
+    pub cluster: Option<&'a str>,
+    /// As in [`Envelope`].
+    #[serde(default, borrow)]
+    pub source: Option<&'a str>,
+    /// As in [`Envelope`].
+    #[serde(default)]
+    pub actor: Option<Actor>,
+    /// As in [`Envelope`], borrowed.
+    #[serde(borrow)]
+    pub data: Node<'a>,
+}
+
+/// The fields of an envelope other than `data`, borrowed from either form
+/// ([`Envelope::header`], [`EnvelopeRef::header`]): what the rules, the
+/// canonical writer and the indexes read besides `data`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Header<'a> {
+    /// `schema`
+    pub schema: &'a str,
+    /// `id`
+    pub id: &'a str,
+    /// `type`
+    pub event_type: EventType,
+    /// `time`
+    pub time: Timestamp,
+    /// `cluster`
+    pub cluster: Option<&'a str>,
+    /// `source`
+    pub source: Option<&'a str>,
+    /// `actor`
+    pub actor: Option<&'a Actor>,
+}
+
 /// The fields of an [`Envelope`] other than `data`, deserialized on their
 /// own by [`Envelope::from_value`]. Named and shaped like `Envelope` so that
 /// serde's messages ("unknown field `x`, expected one of ...", "invalid type:
@@ -52,7 +107,7 @@ pub struct Envelope {
     rename = "Envelope",
     expecting = "struct Envelope"
 )]
-struct Header {
+struct OwnedHeader {
     schema: String,
     id: String,
     #[serde(rename = "type")]
@@ -154,7 +209,7 @@ impl Envelope {
         // unknown or malformed field reported is the one serde would name.
         let data = fields.shift_remove("data");
         let header_value = Value::Object(fields);
-        let header: Header = deserialize_tracked(&header_value)?;
+        let header: OwnedHeader = deserialize_tracked(&header_value)?;
         let data = data.ok_or_else(|| ValidationError::new("", "missing field `data`"))?;
         let env = Envelope {
             schema: header.schema,
@@ -173,6 +228,52 @@ impl Envelope {
     /// Checks the rules serde cannot express: the schema tag, a usable id,
     /// `cluster` where the type needs it, and the shape of `data`.
     pub fn validate(&self) -> Result<(), ValidationError> {
+        self.header().check()?;
+        check_shape(self.event_type, &self.data).map_err(data_error)
+    }
+
+    /// The fields other than `data`.
+    pub fn header(&self) -> Header<'_> {
+        Header {
+            schema: &self.schema,
+            id: &self.id,
+            event_type: self.event_type,
+            time: self.time,
+            cluster: self.cluster.as_deref(),
+            source: self.source.as_deref(),
+            actor: self.actor.as_ref(),
+        }
+    }
+}
+
+impl<'a> EnvelopeRef<'a> {
+    /// Reads one envelope from JSON bytes, if it is valid and can be read
+    /// through a borrow; `None` sends the caller to [`Envelope::parse`].
+    pub fn parse(bytes: &'a [u8]) -> Option<EnvelopeRef<'a>> {
+        let env: EnvelopeRef<'a> = serde_json::from_slice(bytes).ok()?;
+        env.header().check().ok()?;
+        check_shape(env.event_type, &env.data).ok()?;
+        Some(env)
+    }
+
+    /// The fields other than `data`.
+    pub fn header(&self) -> Header<'_> {
+        Header {
+            schema: self.schema,
+            id: self.id,
+            event_type: self.event_type,
+            time: self.time,
+            cluster: self.cluster,
+            source: self.source,
+            actor: self.actor.as_ref(),
+        }
+    }
+}
+
+impl Header<'_> {
+    /// The rules on the fields other than `data`: the schema tag, a usable
+    /// id, and `cluster` where the type needs it.
+    fn check(&self) -> Result<(), ValidationError> {
         if self.schema != SCHEMA_V1 {
             return Err(ValidationError::new(
                 "schema",
@@ -188,23 +289,24 @@ impl Envelope {
                 format!("is {} bytes, the limit is {MAX_ID_LEN}", self.id.len()),
             ));
         }
-        if self.event_type.requires_cluster()
-            && self.cluster.as_deref().is_none_or(|c| c.trim().is_empty())
-        {
+        if self.event_type.requires_cluster() && self.cluster.is_none_or(|c| c.trim().is_empty()) {
             return Err(ValidationError::new(
                 "cluster",
                 format!("is required for {} events", self.event_type),
             ));
         }
-        check_shape(self.event_type, &self.data).map_err(|(path, message)| {
-            let path = if path == "." {
-                "data".to_string()
-            } else {
-                format!("data.{path}")
-            };
-            ValidationError::new(path, message)
-        })
+        Ok(())
     }
+}
+
+/// A `data` shape error, its path put below `data`.
+fn data_error((path, message): (String, String)) -> ValidationError {
+    let path = if path == "." {
+        "data".to_string()
+    } else {
+        format!("data.{path}")
+    };
+    ValidationError::new(path, message)
 }
 
 /// A serde_json error without its "at line 1 column 7" suffix, with the

@@ -21,12 +21,14 @@
 pub mod data;
 mod envelope;
 mod event_type;
+mod node;
 pub mod ownership;
 mod timestamp;
 mod validation;
 
-pub use envelope::{Actor, Envelope, SCHEMA_V1};
+pub use envelope::{Actor, Envelope, EnvelopeRef, Header, SCHEMA_V1};
 pub use event_type::{EventType, UnknownEventType};
+pub use node::{key_order, Node};
 pub use timestamp::{duration_seconds, InstantError, Timestamp, TimestampError};
 pub use validation::ValidationError;
 

@@ -8,9 +8,7 @@
 //! escaping), and numbers as ECMAScript prints them. Property tests check it
 //! byte for byte against `serde_json_canonicalizer`, the reference.
 
-use std::cmp::Ordering;
-
-use annal_schemas::{Actor, Envelope};
+use annal_schemas::{key_order, Actor, Envelope, EnvelopeRef, Header, Node};
 use serde_json::{Number, Value};
 use smallvec::SmallVec;
 
@@ -39,7 +37,7 @@ pub fn to_vec<T: Canonical + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::E
 /// Encoding runs on the decoding thread, and the parsed JSON tree is freed
 /// there too; the committing thread and the queue between them only carry
 /// compact values, which keeps memory flat.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PreparedEvent {
     pub(crate) id: String,
     pub(crate) canonical: Vec<u8>,
@@ -49,10 +47,26 @@ pub struct PreparedEvent {
 impl PreparedEvent {
     /// Encodes `envelope`.
     pub fn new(envelope: &Envelope) -> Result<Self, serde_json::Error> {
+        PreparedEvent::of_parts(&envelope.header(), &envelope.data)
+    }
+
+    /// Encodes an envelope read through a borrow (the ingest fast path):
+    /// the same bytes and facts as [`PreparedEvent::new`] gives for the
+    /// same envelope read whole.
+    pub fn from_ref(envelope: &EnvelopeRef<'_>) -> Result<Self, serde_json::Error> {
+        PreparedEvent::of_parts(&envelope.header(), &envelope.data)
+    }
+
+    fn of_parts<D: Canonical + crate::data_view::Data>(
+        header: &Header<'_>,
+        data: &D,
+    ) -> Result<Self, serde_json::Error> {
+        let mut canonical = Vec::with_capacity(1024);
+        write_event(&mut canonical, header, data)?;
         Ok(PreparedEvent {
-            id: envelope.id.clone(),
-            canonical: to_vec(envelope)?,
-            facts: Facts::of(envelope),
+            id: header.id.to_string(),
+            canonical,
+            facts: Facts::of_parts(header, data),
         })
     }
 
@@ -97,34 +111,43 @@ impl Canonical for Entry {
 
 impl Canonical for Envelope {
     fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        // Field names in sorted order; optional ones omitted when absent,
-        // as the serde derive does.
-        let mut fields = Fields::new(out);
-        if let Some(actor) = &self.actor {
-            fields.key("actor");
-            actor.write_canonical(fields.out)?;
-        }
-        if let Some(cluster) = &self.cluster {
-            fields.key("cluster");
-            write_str(fields.out, cluster);
-        }
-        fields.key("data");
-        self.data.write_canonical(fields.out)?;
-        fields.key("id");
-        write_str(fields.out, &self.id);
-        fields.key("schema");
-        write_str(fields.out, &self.schema);
-        if let Some(source) = &self.source {
-            fields.key("source");
-            write_str(fields.out, source);
-        }
-        fields.key("time");
-        write_str(fields.out, &self.time.to_string());
-        fields.key("type");
-        write_str(fields.out, self.event_type.as_str());
-        fields.end();
-        Ok(())
+        write_event(out, &self.header(), &self.data)
     }
+}
+
+/// Writes an envelope given as its header and its `data` (either tree).
+fn write_event<D: Canonical + ?Sized>(
+    out: &mut Vec<u8>,
+    header: &Header<'_>,
+    data: &D,
+) -> Result<(), serde_json::Error> {
+    // Field names in sorted order; optional ones omitted when absent, as
+    // the serde derive does.
+    let mut fields = Fields::new(out);
+    if let Some(actor) = header.actor {
+        fields.key("actor");
+        actor.write_canonical(fields.out)?;
+    }
+    if let Some(cluster) = header.cluster {
+        fields.key("cluster");
+        write_str(fields.out, cluster);
+    }
+    fields.key("data");
+    data.write_canonical(fields.out)?;
+    fields.key("id");
+    write_str(fields.out, header.id);
+    fields.key("schema");
+    write_str(fields.out, header.schema);
+    if let Some(source) = header.source {
+        fields.key("source");
+        write_str(fields.out, source);
+    }
+    fields.key("time");
+    write_str(fields.out, &header.time.to_string());
+    fields.key("type");
+    write_str(fields.out, header.event_type.as_str());
+    fields.end();
+    Ok(())
 }
 
 impl Canonical for Actor {
@@ -166,16 +189,48 @@ impl Canonical for Value {
                 out.push(b']');
             }
             Value::Object(map) => {
-                if map.keys().is_sorted_by(|a, b| utf16_cmp(a, b).is_le()) {
+                if map.keys().is_sorted_by(|a, b| key_order(a, b).is_le()) {
                     write_object(out, map)?;
                 } else {
                     // On the stack for the usual sizes: no allocation per
                     // object.
                     let mut entries: SmallVec<[(&String, &Value); 16]> = SmallVec::new();
                     entries.extend(map.iter());
-                    entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+                    entries.sort_unstable_by(|a, b| key_order(a.0, b.0));
                     write_object(out, entries)?;
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Canonical for Node<'_> {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        match self {
+            Node::Null => out.extend_from_slice(b"null"),
+            Node::Bool(true) => out.extend_from_slice(b"true"),
+            Node::Bool(false) => out.extend_from_slice(b"false"),
+            Node::Number(n) => write_number(out, n)?,
+            Node::String(s) => write_str(out, s),
+            Node::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_canonical(out)?;
+                }
+                out.push(b']');
+            }
+            Node::Object(entries) => {
+                // Keys are unique and in canonical order already.
+                let mut fields = Fields::new(out);
+                for (k, v) in entries {
+                    fields.key(k);
+                    v.write_canonical(fields.out)?;
+                }
+                fields.end();
             }
         }
         Ok(())
@@ -218,15 +273,6 @@ impl<'a> Fields<'a> {
 
     fn end(self) {
         self.out.push(b'}');
-    }
-}
-
-/// JCS orders keys by UTF-16 code units; for ASCII that is byte order.
-fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    if a.is_ascii() && b.is_ascii() {
-        a.cmp(b)
-    } else {
-        a.encode_utf16().cmp(b.encode_utf16())
     }
 }
 
@@ -314,6 +360,40 @@ pub(crate) mod tests {
             prop_assert_eq!(to_vec(&v).unwrap(), serde_json_canonicalizer::to_vec(&v).unwrap());
         }
 
+        /// A borrowed tree read from a value's text encodes as the value.
+        #[test]
+        fn nodes_match_the_reference_canonicalizer(v in arb_value()) {
+            let text = serde_json::to_string(&v).unwrap();
+            let node: Node = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(to_vec(&node).unwrap(), serde_json_canonicalizer::to_vec(&v).unwrap());
+        }
+
+        /// An envelope read through a borrow is prepared (bytes and index
+        /// facts) exactly as the same envelope read whole: the quickstart's
+        /// envelopes, one member of `data` replaced.
+        #[test]
+        fn envelopes_prepare_the_same_from_either_reading(
+            pick in any::<prop::sample::Index>(),
+            at in any::<prop::sample::Index>(),
+            with in arb_value_from("[a-z]{0,3}", "(name|kind|metadata|labels|app|partial|[a-z]{1,2})"),
+        ) {
+            let lines: Vec<&str> = QUICKSTART.lines().collect();
+            let mut env: Value = serde_json::from_str(lines[pick.index(lines.len())]).unwrap();
+            let mut paths = Vec::new();
+            pointers(&env["data"], "/data".to_string(), &mut paths);
+            if let Some(slot) = env.pointer_mut(&paths[at.index(paths.len())]) {
+                *slot = with;
+            }
+            let line = env.to_string();
+            if let Some(borrowed) = EnvelopeRef::parse(line.as_bytes()) {
+                let whole = Envelope::parse(line.as_bytes()).unwrap();
+                prop_assert_eq!(
+                    PreparedEvent::from_ref(&borrowed).unwrap(),
+                    PreparedEvent::new(&whole).unwrap()
+                );
+            }
+        }
+
         #[test]
         fn entries_match_the_reference_canonicalizer(
             data in arb_value(),
@@ -350,6 +430,42 @@ pub(crate) mod tests {
             };
             prop_assert_eq!(to_vec(&entry).unwrap(), serde_json_canonicalizer::to_vec(&entry).unwrap());
         }
+    }
+
+    /// The quickstart's envelopes: eleven types, real shapes.
+    const QUICKSTART: &str = include_str!("../../examples/quickstart.jsonl");
+
+    /// Every JSON pointer in `v`, from `here`.
+    fn pointers(v: &Value, here: String, out: &mut Vec<String>) {
+        out.push(here.clone());
+        match v {
+            Value::Object(m) => {
+                for (k, c) in m {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    pointers(c, format!("{here}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    pointers(c, format!("{here}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_quickstart_envelope_prepares_the_same_from_either_reading() {
+        let mut versions = 0;
+        for line in QUICKSTART.lines() {
+            let borrowed = EnvelopeRef::parse(line.as_bytes()).unwrap();
+            let whole = Envelope::parse(line.as_bytes()).unwrap();
+            let a = PreparedEvent::from_ref(&borrowed).unwrap();
+            assert_eq!(a, PreparedEvent::new(&whole).unwrap(), "{line}");
+            versions += usize::from(a.facts.version.is_some());
+        }
+        // (The comparison covers the object versions, not only rows.)
+        assert!(versions >= 5, "{versions}");
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod audit;
 pub mod canonical;
 pub mod checkpoint;
 pub mod columns;
+mod data_view;
 mod entry;
 mod error;
 mod index;

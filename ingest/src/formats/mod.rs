@@ -88,6 +88,22 @@ impl Format {
         *self != Format::Envelope
     }
 
+    /// One record that is a valid envelope, encoded for the log straight
+    /// from its bytes (see [`envelope::prepare`]), when this format would
+    /// take it as it is; `None` sends it to [`Format::decode`].
+    pub(crate) fn prepare_envelope(
+        &self,
+        record: &Record,
+        syntax: Syntax,
+    ) -> Option<annal_store::PreparedEvent> {
+        let takes = matches!(self, Format::Envelope | Format::Auto);
+        if takes && syntax == Syntax::Json && record.item.is_none() {
+            envelope::prepare(record)
+        } else {
+            None
+        }
+    }
+
     /// Decodes one framed record into `out`. A record-level error (it does
     /// not parse, or is not this format) is returned; errors in one item of
     /// a list are recorded in `out` and the other items still decode.

@@ -681,7 +681,7 @@ impl Source {
             cluster: spec.cluster.clone(),
             ..Options::default()
         };
-        let decoded = pipeline::decode_input(spec.format, &name, payload, time, &options);
+        let decoded = pipeline::decode_prepared(spec.format, &name, payload, time, &options);
         if pending.events.capacity() == 0 {
             // A batch's events in one allocation, not grown by doubling.
             pending.events.reserve(self.batch_size);
@@ -697,21 +697,7 @@ impl Source {
             log!("annal: kafka: rejected {r}");
             pending.rejected += 1;
         }
-        for event in &decoded.events {
-            match PreparedEvent::new(event) {
-                Ok(p) => pending.events.push(p),
-                Err(err) => {
-                    self.store.quarantine().put(&Rejection {
-                        source: &name,
-                        line: None,
-                        format: spec.format.name(),
-                        reason: &format!("cannot encode canonically: {err}"),
-                        raw: payload,
-                    })?;
-                    pending.rejected += 1;
-                }
-            }
-        }
+        pending.events.extend(decoded.prepared);
         Ok(())
     }
 

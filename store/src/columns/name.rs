@@ -30,8 +30,8 @@ pub fn hash(name: &str) -> u32 {
 }
 
 /// The hash of `data.metadata.name`, from the decoded `data`.
-pub(crate) fn of_value(data: &serde_json::Value) -> Option<u32> {
-    data.get("metadata")?.get("name")?.as_str().map(hash)
+pub(crate) fn of_value<D: crate::data_view::Data>(data: &D) -> Option<u32> {
+    data.get("metadata")?.get("name")?.str().map(hash)
 }
 
 /// The hash of `data.metadata.name`, from `data`'s JSON text, without

@@ -10,7 +10,9 @@ use super::sync::{self, Sync};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use annal_schemas::{Envelope, EventType, Timestamp};
+use annal_schemas::{Envelope, EventType, Header, Timestamp};
+
+use crate::data_view::Data;
 use arrow_array::builder::{
     ArrayBuilder, StringBuilder, TimestampMicrosecondBuilder, UInt32Builder, UInt64Builder,
 };
@@ -111,20 +113,21 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    pub(crate) fn of(event: &Envelope) -> Row {
-        let actor = event.actor.as_ref();
+    /// The row of an event: its header, and a few fields of its `data`.
+    pub(crate) fn of<D: Data>(event: &Header<'_>, data: &D) -> Row {
+        let actor = event.actor;
         let field =
             |f: fn(&annal_schemas::Actor) -> &Option<String>| actor.and_then(|a| f(a).clone());
         Row {
-            source: event.source.clone(),
+            source: event.source.map(str::to_string),
             principal: field(|a| &a.principal),
             impersonated: field(|a| &a.impersonated),
             field_manager: field(|a| &a.field_manager),
             controller: field(|a| &a.controller),
             credential: field(|a| &a.credential),
-            app: app_of(event),
-            sync: (event.event_type == EventType::AppSync).then(|| Box::new(Sync::of(&event.data))),
-            name: super::name::of_value(&event.data),
+            app: has_app(event.event_type).then(|| app_in(data)).flatten(),
+            sync: (event.event_type == EventType::AppSync).then(|| Box::new(Sync::of(data))),
+            name: super::name::of_value(data),
         }
     }
 }
@@ -147,8 +150,8 @@ pub fn has_app(event_type: EventType) -> bool {
 }
 
 /// `data.app`, when it is a string.
-pub(crate) fn app_in(data: &serde_json::Value) -> Option<String> {
-    data.get("app")?.as_str().map(str::to_string)
+pub(crate) fn app_in<D: Data>(data: &D) -> Option<String> {
+    data.get("app")?.str().map(str::to_string)
 }
 
 /// Rows of one chunk being built, with the statistics its manifest line

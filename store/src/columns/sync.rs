@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
+use crate::data_view::{Data, Seen};
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt64Builder,
 };
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Field};
-use serde_json::Value;
 
 /// The Arrow fields of the sync columns (`names`, in file order; all
 /// nullable: null on rows that are not syncs).
@@ -64,7 +64,7 @@ pub(crate) struct Sync {
 
 impl Sync {
     /// The fields of an `app.sync` entry's `data`.
-    pub(crate) fn of(data: &Value) -> Sync {
+    pub(crate) fn of<D: Data>(data: &D) -> Sync {
         let metric = |key: &str| data.get("metrics").and_then(|m| m.get(key));
         Sync {
             controller: string(data.get("controller")),
@@ -84,42 +84,41 @@ impl Sync {
 }
 
 /// `json_get_str`: a string, and nothing else.
-fn string(v: Option<&Value>) -> Option<String> {
-    v?.as_str().map(str::to_string)
+fn string<D: Data>(v: Option<&D>) -> Option<String> {
+    v?.str().map(str::to_string)
 }
 
 /// `json_get_bool`: a boolean, or a string that parses as one.
-fn boolean(v: Option<&Value>) -> Option<bool> {
-    match v? {
-        Value::Bool(b) => Some(*b),
-        Value::String(s) => s.parse().ok(),
+fn boolean<D: Data>(v: Option<&D>) -> Option<bool> {
+    match v?.seen() {
+        Seen::Bool(b) => Some(b),
+        Seen::Str(s) => s.parse().ok(),
         _ => None,
     }
 }
 
 /// `json_length`: elements of an array, keys of an object.
-fn length(v: Option<&Value>) -> Option<u64> {
-    match v? {
-        Value::Array(a) => Some(a.len() as u64),
-        Value::Object(o) => Some(o.len() as u64),
+fn length<D: Data>(v: Option<&D>) -> Option<u64> {
+    match v?.seen() {
+        Seen::Array(n) | Seen::Object(n) => Some(n as u64),
         _ => None,
     }
 }
 
 /// `json_get_float`: a number, or a string that parses as one.
-fn float(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.parse().ok(),
+fn float<D: Data>(v: Option<&D>) -> Option<f64> {
+    match v?.seen() {
+        Seen::Number(n) => n.as_f64(),
+        Seen::Str(s) => s.parse().ok(),
         _ => None,
     }
 }
 
 /// `json_get_int`: an integer that fits i64, a float with an integral
 /// value in range, or a string that parses as an i64.
-fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Number(n) => n.as_i64().or_else(|| {
+fn int<D: Data>(v: Option<&D>) -> Option<i64> {
+    match v?.seen() {
+        Seen::Number(n) => n.as_i64().or_else(|| {
             if n.is_u64() {
                 return None; // past i64::MAX
             }
@@ -128,7 +127,7 @@ fn int(v: Option<&Value>) -> Option<i64> {
             #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
             (f.fract() == 0.0 && f >= i64::MIN as f64 && f < -(i64::MIN as f64)).then_some(f as i64)
         }),
-        Value::String(s) => s.parse().ok(),
+        Seen::Str(s) => s.parse().ok(),
         _ => None,
     }
 }

@@ -39,9 +39,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use annal_schemas::{Envelope, EventType, Timestamp};
+use annal_schemas::{Envelope, EventType, Header, Timestamp};
 use fjall::{Database, KeyspaceCreateOptions};
 
+use crate::data_view::Data;
 use crate::merkle::Hash;
 use crate::StoreError;
 
@@ -100,24 +101,30 @@ const SYNC_EVERY: Duration = Duration::from_secs(2);
 /// Ingest computes it on the decoding thread, next to the canonical bytes,
 /// so the commit neither re-reads the batch from the log nor decodes it
 /// again; a replay computes it from the stored entry.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Facts {
     pub(crate) cluster: Option<String>,
     pub(crate) event_type: EventType,
     pub(crate) time: Timestamp,
     /// The rest of the envelope's top-level fields, for the sidecar.
     pub(crate) row: crate::columns::Row,
-    version: Option<NewVersion>,
+    pub(crate) version: Option<NewVersion>,
 }
 
 impl Facts {
     pub(crate) fn of(event: &Envelope) -> Facts {
+        Facts::of_parts(&event.header(), &event.data)
+    }
+
+    /// The facts of an event given as its header and its `data` (either
+    /// tree: see [`crate::data_view`]).
+    pub(crate) fn of_parts<D: Data>(header: &Header<'_>, data: &D) -> Facts {
         Facts {
-            cluster: event.cluster.clone(),
-            event_type: event.event_type,
-            time: event.time,
-            row: crate::columns::Row::of(event),
-            version: NewVersion::of(event),
+            cluster: header.cluster.map(str::to_string),
+            event_type: header.event_type,
+            time: header.time,
+            row: crate::columns::Row::of(header, data),
+            version: NewVersion::of(header, data),
         }
     }
 }

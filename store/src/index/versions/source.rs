@@ -2,14 +2,15 @@
 
 use annal_schemas::data::shape;
 use annal_schemas::ownership::{self, ObjectIdentity};
-use annal_schemas::{Envelope, EventType};
-use serde::Deserialize;
+use annal_schemas::{EventType, Header};
+
+use crate::data_view::Data;
 
 use super::{ObjectName, VersionDetails};
 
 /// An object version about to be indexed (its log index comes with it when
 /// it is applied).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct NewVersion {
     pub(crate) cluster: String,
     pub(crate) name: ObjectName,
@@ -32,11 +33,11 @@ impl NewVersion {
     ///
     /// The data is read through a borrow: cloning an event's JSON tree
     /// to decode it cost more than the rest of indexing.
-    pub(crate) fn of(event: &Envelope) -> Option<NewVersion> {
-        let cluster = event.cluster.clone()?;
+    pub(crate) fn of<D: Data>(event: &Header<'_>, data: &D) -> Option<NewVersion> {
+        let cluster = event.cluster?.to_string();
         let deleted = match event.event_type {
             EventType::ObjectObserved => {
-                if event.data.get("partial").is_some() {
+                if data.get("partial").is_some() {
                     return None;
                 }
                 false
@@ -50,7 +51,7 @@ impl NewVersion {
             api_version,
             kind,
             metadata,
-        } = shape::Object::deserialize(&event.data).ok()?;
+        } = data.object()?;
         let namespace = metadata.namespace.unwrap_or_default();
         let name = ObjectName {
             group: ownership::group_of(api_version).to_string(),
