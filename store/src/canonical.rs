@@ -178,16 +178,7 @@ impl Canonical for Value {
             Value::Bool(false) => out.extend_from_slice(b"false"),
             Value::Number(n) => write_number(out, n)?,
             Value::String(s) => write_str(out, s),
-            Value::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    item.write_canonical(out)?;
-                }
-                out.push(b']');
-            }
+            Value::Array(items) => write_array(out, items)?,
             Value::Object(map) => {
                 if map.keys().is_sorted_by(|a, b| key_order(a, b).is_le()) {
                     write_object(out, map)?;
@@ -213,16 +204,7 @@ impl Canonical for Node<'_> {
             Node::Bool(false) => out.extend_from_slice(b"false"),
             Node::Number(n) => write_number(out, n)?,
             Node::String(s) => write_str(out, s),
-            Node::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    item.write_canonical(out)?;
-                }
-                out.push(b']');
-            }
+            Node::Array(items) => write_array(out, items)?,
             Node::Object(entries) => {
                 // Keys are unique and in canonical order already.
                 let mut fields = Fields::new(out);
@@ -235,6 +217,19 @@ impl Canonical for Node<'_> {
         }
         Ok(())
     }
+}
+
+/// Writes `items` as an array (of either tree's values).
+fn write_array<T: Canonical>(out: &mut Vec<u8>, items: &[T]) -> Result<(), serde_json::Error> {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        item.write_canonical(out)?;
+    }
+    out.push(b']');
+    Ok(())
 }
 
 /// Writes `entries`, already in key order, as an object.
