@@ -500,8 +500,9 @@ fn frame<'a, R: std::io::BufRead + Send + 'a>(
     Ok((syntax, framer))
 }
 
-/// Everything an in-memory input decodes to, without a store: for
-/// `--dry-run`-style checks, tests and the fuzz targets.
+/// Everything an in-memory input decodes to: envelopes for `--dry-run`-style
+/// checks, tests and the fuzz targets ([`decode_input`]), or events encoded
+/// for a store (the pipelines and the Kafka source, [`decode_prepared`]).
 #[derive(Debug, Default)]
 pub struct Decoded {
     /// Envelopes, redacted and validated.

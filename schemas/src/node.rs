@@ -272,19 +272,19 @@ impl<'de> Deserializer<'de> for &'de Node<'de> {
     }
 
     fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -295,19 +295,19 @@ impl<'de> Deserializer<'de> for &'de Node<'de> {
     }
 
     fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -318,11 +318,11 @@ impl<'de> Deserializer<'de> for &'de Node<'de> {
     }
 
     fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.number(visitor)
+        visit_number(self, visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -479,18 +479,11 @@ impl<'de> Deserializer<'de> for &'de Node<'de> {
     }
 }
 
-/// Numbers of every integer and float width, as `&Value` reads them (a
-/// trait: a reference type cannot have inherent methods).
-trait NumberOf<'de> {
-    fn number<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error>;
-}
-
-impl<'de> NumberOf<'de> for &'de Node<'de> {
-    fn number<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self {
-            Node::Number(n) => n.deserialize_any(visitor),
-            _ => Err(self.invalid_type(&visitor)),
-        }
+/// Numbers of every integer and float width, as `&Value` reads them.
+fn visit_number<'de, V: Visitor<'de>>(node: &'de Node<'de>, visitor: V) -> Result<V::Value, Error> {
+    match node {
+        Node::Number(n) => n.deserialize_any(visitor),
+        _ => Err(node.invalid_type(&visitor)),
     }
 }
 
