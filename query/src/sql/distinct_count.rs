@@ -9,13 +9,16 @@
 //! its time there at 10M events, a quarter of it rehashing. Here every
 //! row goes straight into its group's set, and a set is sized, when its
 //! group first appears, for the run of rows of that group that starts
-//! there. Every other use of `count` is DataFusion's own, unchanged.
+//! there. A string of up to 12 bytes (an object's name, mostly) is held
+//! as the 16-byte view Arrow gives it inline, hashed and compared as one
+//! integer, with no arena to copy it into (a tenth of the query's time at
+//! 10M). Every other use of `count` is DataFusion's own, unchanged.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Int64Array, ListArray, StringArray, StringArrayType,
+    Array, ArrayRef, AsArray, BooleanArray, Int64Array, ListArray, StringArray,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{cast, filter};
@@ -195,14 +198,51 @@ impl AggregateUDFImpl for Count {
     }
 }
 
-/// The distinct strings of one group: their hashes and text in one arena,
-/// the table holding their positions.
+/// One string of a row, as a set holds it.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    /// Up to 12 bytes: Arrow's inline view of it (length, then the bytes,
+    /// zero-padded), compared and hashed as one integer.
+    Short(u128),
+    Long(&'a str),
+}
+
+/// The longest string a view holds inline.
+const INLINE: usize = 12;
+
+/// `s` as a [`Key`]: a string of up to [`INLINE`] bytes is always
+/// [`Key::Short`], whichever array it came from, so that equal strings
+/// meet in the same table.
+fn key_of(s: &str) -> Key<'_> {
+    if s.len() > INLINE {
+        return Key::Long(s);
+    }
+    let mut view = [0u8; 16];
+    view[..4].copy_from_slice(&(s.len() as u32).to_le_bytes());
+    view[4..4 + s.len()].copy_from_slice(s.as_bytes());
+    Key::Short(u128::from_le_bytes(view))
+}
+
+/// The string of a short key.
+fn short_text(view: &u128) -> String {
+    // The bytes of a string cut at its length: valid UTF-8 (nothing is
+    // replaced).
+    let bytes = view.to_le_bytes();
+    let len = (*view as u32 as usize).min(INLINE);
+    String::from_utf8_lossy(&bytes[4..4 + len]).into_owned()
+}
+
+/// The distinct strings of one group: those of up to 12 bytes as their
+/// inline views (one compare each, no arena: names of objects mostly are
+/// that short), the longer ones with their hashes and text in one arena,
+/// a table holding their positions.
 #[derive(Default)]
 struct Set {
+    short: HashTable<u128>,
     table: HashTable<usize>,
     hashes: Vec<u64>,
-    /// Where each string ends in `text` (it starts where the one before
-    /// it ends).
+    /// Where each long string ends in `text` (it starts where the one
+    /// before it ends).
     ends: Vec<usize>,
     text: String,
 }
@@ -214,29 +254,49 @@ fn nth<'a>(text: &'a str, ends: &[usize], i: usize) -> &'a str {
 }
 
 impl Set {
-    fn value(&self, i: usize) -> &str {
-        nth(&self.text, &self.ends, i)
+    /// Every string, short ones first.
+    fn values(&self) -> impl Iterator<Item = String> + '_ {
+        let long = (0..self.ends.len()).map(|i| nth(&self.text, &self.ends, i).to_string());
+        self.short.iter().map(short_text).chain(long)
     }
 
     fn len(&self) -> usize {
-        self.ends.len()
+        self.short.len() + self.ends.len()
     }
 
-    /// Room for `more` strings of about `bytes` bytes in all.
-    fn reserve(&mut self, more: usize, bytes: usize) {
+    /// Room for `short` more short strings and `long` long ones of about
+    /// `bytes` bytes in all.
+    fn reserve(&mut self, short: usize, long: usize, bytes: usize, hasher: &Hasher) {
+        self.short.reserve(short, |v| hasher.hash_one(v));
         let hashes = &self.hashes;
-        self.table.reserve(more, |&i| hashes[i]);
-        self.hashes.reserve(more);
-        self.ends.reserve(more);
+        self.table.reserve(long, |&i| hashes[i]);
+        self.hashes.reserve(long);
+        self.ends.reserve(long);
         self.text.reserve(bytes);
     }
 
-    fn insert(&mut self, s: &str, hash: u64) {
+    fn insert(&mut self, key: Key<'_>, hasher: &Hasher) {
+        match key {
+            Key::Short(view) => {
+                let hash = hasher.hash_one(view);
+                if let Entry::Vacant(v) =
+                    self.short
+                        .entry(hash, |&w| w == view, |w| hasher.hash_one(w))
+                {
+                    v.insert(view);
+                }
+            }
+            Key::Long(s) => self.insert_long(s, hasher.hash_one(s)),
+        }
+    }
+
+    fn insert_long(&mut self, s: &str, hash: u64) {
         let Set {
             table,
             hashes,
             ends,
             text,
+            ..
         } = self;
         let entry = table.entry(
             hash,
@@ -252,12 +312,15 @@ impl Set {
     }
 
     fn size(&self) -> usize {
-        self.table.capacity() * size_of::<usize>()
+        self.short.capacity() * size_of::<u128>()
+            + self.table.capacity() * size_of::<usize>()
             + self.hashes.capacity() * size_of::<u64>()
             + self.ends.capacity() * size_of::<usize>()
             + self.text.capacity()
     }
 }
+
+type Hasher = foldhash::fast::FixedState;
 
 /// A grouped `count(DISTINCT s)` for one column of strings (see the
 /// module doc); its state is DataFusion's: each group's distinct values
@@ -265,7 +328,7 @@ impl Set {
 struct DistinctStrings {
     input: DataType,
     sets: Vec<Set>,
-    hasher: foldhash::fast::FixedState,
+    hasher: Hasher,
 }
 
 impl DistinctStrings {
@@ -273,34 +336,38 @@ impl DistinctStrings {
         DistinctStrings {
             input,
             sets: Vec::new(),
-            hasher: foldhash::fast::FixedState::default(),
+            hasher: Hasher::default(),
         }
     }
 
-    /// Adds each string of `values` that `keep` keeps (by row) and that
-    /// is not null to the set of its row's group in `groups`.
-    fn add<'a, S: StringArrayType<'a>>(
+    /// Adds the key of each row `keep` keeps (by row) and `key` gives
+    /// (`None`: null) to the set of its row's group in `groups`.
+    fn add<'a>(
         &mut self,
-        values: S,
+        key: impl Fn(usize) -> Option<Key<'a>>,
         groups: &[usize],
         keep: impl Fn(usize) -> bool,
     ) {
         for (i, &g) in groups.iter().enumerate() {
-            if !keep(i) || values.is_null(i) {
+            if !keep(i) {
                 continue;
             }
+            let Some(k) = key(i) else { continue };
             let set = &mut self.sets[g];
-            if set.table.capacity() == 0 {
+            if set.len() == 0 && set.short.capacity() == 0 && set.table.capacity() == 0 {
                 // First seen here: sized for the rows of its run.
                 let run = groups[i..].iter().take_while(|&&h| h == g).count();
-                let bytes = (i..i + run)
-                    .filter(|&j| !values.is_null(j))
-                    .map(|j| values.value(j).len())
-                    .sum();
-                set.reserve(run, bytes);
+                let (mut short, mut long, mut bytes) = (0, 0, 0);
+                for j in i..i + run {
+                    match key(j) {
+                        Some(Key::Short(_)) => short += 1,
+                        Some(Key::Long(s)) => (long, bytes) = (long + 1, bytes + s.len()),
+                        None => {}
+                    }
+                }
+                set.reserve(short, long, bytes, &self.hasher);
             }
-            let s = values.value(i);
-            set.insert(s, self.hasher.hash_one(s));
+            set.insert(k, &self.hasher);
         }
     }
 
@@ -312,9 +379,46 @@ impl DistinctStrings {
         keep: impl Fn(usize) -> bool,
     ) -> Result<()> {
         match values.data_type() {
-            DataType::Utf8 => self.add(values.as_string::<i32>(), groups, keep),
-            DataType::LargeUtf8 => self.add(values.as_string::<i64>(), groups, keep),
-            DataType::Utf8View => self.add(values.as_string_view(), groups, keep),
+            DataType::Utf8 => {
+                let values = values.as_string::<i32>();
+                self.add(
+                    |i| values.is_valid(i).then(|| key_of(values.value(i))),
+                    groups,
+                    keep,
+                )
+            }
+            DataType::LargeUtf8 => {
+                let values = values.as_string::<i64>();
+                self.add(
+                    |i| values.is_valid(i).then(|| key_of(values.value(i))),
+                    groups,
+                    keep,
+                )
+            }
+            DataType::Utf8View => {
+                // A short string's key is its view as it is (the bytes
+                // past its length masked, should a writer have left any).
+                let values = values.as_string_view();
+                let views = values.views();
+                let key = |i: usize| {
+                    if values.is_null(i) {
+                        return None;
+                    }
+                    let view = views[i];
+                    let len = view as u32 as usize;
+                    if len > INLINE {
+                        return Some(Key::Long(values.value(i)));
+                    }
+                    let kept_bits = 32 + 8 * len;
+                    let mask = if kept_bits >= 128 {
+                        u128::MAX
+                    } else {
+                        (1u128 << kept_bits) - 1
+                    };
+                    Some(Key::Short(view & mask))
+                };
+                self.add(key, groups, keep)
+            }
             other => return internal_err!("count(DISTINCT) of strings given {other}"),
         }
         Ok(())
@@ -350,10 +454,7 @@ impl GroupsAccumulator for DistinctStrings {
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
         let sets = emit_to.take_needed(&mut self.sets);
-        let values: StringArray = sets
-            .iter()
-            .flat_map(|s| (0..s.len()).map(move |i| Some(s.value(i))))
-            .collect();
+        let values: StringArray = sets.iter().flat_map(Set::values).map(Some).collect();
         let values = cast(&values, &self.input)?;
         let offsets = OffsetBuffer::from_lengths(sets.iter().map(Set::len));
         let item = Arc::new(Field::new_list_field(self.input.clone(), true));
@@ -463,7 +564,9 @@ mod tests {
         proptest::collection::vec(
             (
                 0usize..5,
-                proptest::option::weighted(0.9, "[a-c]{0,3}"),
+                // Short strings and long ones (past the 12 bytes a view
+                // holds inline), on both sides of the turn.
+                proptest::option::weighted(0.9, "[a-c]{0,3}|[a-c]{10,15}"),
                 proptest::bool::weighted(0.9),
                 1usize..6,
             ),

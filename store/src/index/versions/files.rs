@@ -370,11 +370,15 @@ fn read_zoned(
     // growing by doubling copied the rows kept so far (a sixteenth of a
     // day's count at 10M).
     rows.reserve(ranges.iter().map(|r| (r.end - r.start) as usize).sum());
-    let mut bytes = Vec::new();
+    // One buffer, zeroed once, for every range (resizing it per range
+    // zeroed each range's bytes again before reading over them).
+    let longest = ranges.iter().map(|r| r.end - r.start).max().unwrap_or(0);
+    let mut buffer = vec![0u8; (longest * WIDTH as u64) as usize];
     for r in ranges {
-        bytes.resize(((r.end - r.start) * WIDTH as u64) as usize, 0);
-        file.read_exact_at(&mut bytes, r.start * WIDTH as u64)
+        let bytes = &mut buffer[..((r.end - r.start) * WIDTH as u64) as usize];
+        file.read_exact_at(bytes, r.start * WIDTH as u64)
             .map_err(io)?;
+        let bytes = &*bytes;
         // Ranges start at a zone's first row: each piece is one zone,
         // checked against its record, or the tail.
         let zone_bytes = zones::ROWS as usize * WIDTH;
@@ -393,7 +397,7 @@ fn read_zoned(
         // of these rows skips them anyway.
         let starts_in =
             |c: &[u8]| VersionRow::stored_from(c).is_some_and(|from| since <= from && from < until);
-        decode(&bytes, rows, starts_in);
+        decode(bytes, rows, starts_in);
     }
     Ok(())
 }

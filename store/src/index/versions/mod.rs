@@ -182,7 +182,7 @@ impl ClusterVersions {
     /// the cluster's names between reads (see
     /// [`crate::Store::keep_object_names`]); a scan that returns only
     /// names takes them from here with Arrow's `take`.
-    pub fn name_column(&self) -> Option<&arrow_array::StringArray> {
+    pub fn name_column(&self) -> Option<&arrow_array::StringViewArray> {
         self.names.name_column()
     }
 
