@@ -23,15 +23,6 @@ use serde_json::json;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Freed memory kept a second before mimalloc returns it to the kernel,
-/// as `annal` keeps it (`cli/src/allocator.rs` says why, and which option
-/// 15 is).
-fn keep_freed_memory() {
-    // SAFETY: `mi_option_set` stores an integer in mimalloc's option
-    // table; any value of the purge delay is valid.
-    unsafe { libmimalloc_sys::mi_option_set(15, 1000) }
-}
-
 #[derive(Parser)]
 #[command(about = "Seeded dataset generators for annal benchmarks")]
 struct Cli {
@@ -211,7 +202,6 @@ impl ShapeArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    keep_freed_memory();
     match Cli::parse().command {
         Command::Envelopes {
             count,
