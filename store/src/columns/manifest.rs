@@ -101,6 +101,42 @@ pub(crate) fn read(dir: &Path) -> Result<Vec<u8>, StoreError> {
     }
 }
 
+/// One state of the manifest file, told without reading it.
+///
+/// The file is only ever appended to (its length grows) or replaced by a
+/// rename (another inode, another modification time), so an equal state
+/// is equal bytes, and a scan plans from the chain parsed last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct State {
+    len: u64,
+    inode: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+/// The manifest's [`State`] in `dir`; `None` when there is none.
+pub(crate) fn state(dir: &Path) -> Result<Option<State>, StoreError> {
+    let path = dir.join(FILE);
+    match fs::metadata(&path) {
+        Ok(m) => Ok(Some(State {
+            len: m.len(),
+            inode: inode(&m),
+            modified: m.modified().ok(),
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+#[cfg(unix)]
+fn inode(m: &fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(m)
+}
+
+#[cfg(not(unix))]
+fn inode(_: &fs::Metadata) -> u64 {
+    0
+}
+
 /// What the manifest bytes `text` hold.
 pub(crate) fn parse(text: &[u8]) -> Loaded {
     let mut by_start: HashMap<u64, ColumnChunk> = HashMap::new();
@@ -219,6 +255,24 @@ mod tests {
         // A half-written last line is ignored.
         fs::write(&path, &line(&chunk(0, 4)).unwrap()[..30]).unwrap();
         assert!(load(dir.path()).unwrap().chain.is_empty());
+    }
+
+    /// Every way the writer changes the file changes its state: an
+    /// append, and a rewrite to the very same bytes.
+    #[test]
+    fn appends_and_rewrites_change_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(state(dir.path()).unwrap(), None);
+        append(dir.path(), &chunk(0, 4)).unwrap();
+        let first = state(dir.path()).unwrap();
+        assert!(first.is_some());
+        assert_eq!(state(dir.path()).unwrap(), first, "unchanged, the same");
+        append(dir.path(), &chunk(4, 4)).unwrap();
+        let second = state(dir.path()).unwrap();
+        assert_ne!(second, first);
+        rewrite(dir.path(), &[chunk(0, 4), chunk(4, 4)]).unwrap();
+        let rewritten = state(dir.path()).unwrap();
+        assert_ne!(rewritten, second, "same bytes, another file");
     }
 
     #[test]
