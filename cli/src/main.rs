@@ -8,6 +8,7 @@ mod auth;
 mod cmd;
 mod exit;
 mod output;
+mod routes;
 mod server;
 
 use std::process::ExitCode;

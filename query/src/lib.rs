@@ -1,34 +1,31 @@
-//! The read side of annal: SQL over the ledger, and answers to "what
-//! existed when".
+//! The read side of annal: SQL over the ledger, answers to "what existed
+//! when", and the recovery gates built on them. The folders follow
+//! DESIGN.md:
 //!
-//! [`sql::session`] registers DataFusion tables over a [`annal_store::Store`]
-//! (see [`tables`]), with filters on cluster, type, valid time and log
-//! index pushed down to the store's indexes ([`pushdown`]). [`events::select`]
-//! lists events for the CLI, and [`inventory`] answers "which objects were
-//! live, owned by whom, at T (as known at T')" from the store's incremental
-//! object version index; `inventory_at(T [, known_at])` is the same answer
-//! as a SQL table function.
+//! - [`tables`]: the DataFusion tables and table functions over the store,
+//!   with filter pushdown to its indexes ([`tables::pushdown`]);
+//! - [`sql`]: sessions over those tables, read-only and bounded, and
+//!   `POST /v1/sql`;
+//! - [`asof`]: inventory, ownership, revisions and registry at an instant
+//!   under both clocks (valid time and as-known-at);
+//! - [`recovery`]: takeover, prune, placement, fence, backup and rollout;
+//! - [`report`]: cost and capacity attribution;
+//! - [`proof`]: inclusion and consistency documents for auditors;
+//! - [`export`]: Parquet for external engines;
+//! - [`events`]: the event listing of `annal log`;
+//! - [`http`]: what every read route shares (errors, request parsing);
+//!   each domain above exposes its own `router`.
 #![deny(missing_docs)]
 
-pub mod backup;
+pub mod asof;
 mod error;
 pub mod events;
 pub mod export;
-pub mod fence;
 pub mod http;
-pub mod inventory;
-pub mod live_object;
-pub mod managed_fields;
-pub mod placement;
 pub mod proof;
-pub mod prune;
-pub mod pushdown;
-pub mod registry;
+pub mod recovery;
 pub mod report;
-pub mod revisions;
-pub mod rollout;
 pub mod sql;
 pub mod tables;
-pub mod takeover;
 
 pub use error::QueryError;

@@ -3,13 +3,27 @@
 
 use std::sync::Arc;
 
-use annal_query::http::{router, ARROW_STREAM};
+use annal_query::sql::http::ARROW_STREAM;
 use annal_schemas::Envelope;
 use annal_store::Store;
 use axum::body::{to_bytes, Body};
 use axum::http::{header, Request, StatusCode};
+use axum::Router;
 use serde_json::{json, Value};
 use tower::ServiceExt;
+
+/// Every read route of this crate, merged as `annal serve` merges them.
+fn router(store: Arc<Store>, limits: annal_query::sql::Limits, max_queries: usize) -> Router {
+    Router::new()
+        .merge(annal_query::sql::http::router(
+            store.clone(),
+            limits,
+            max_queries,
+        ))
+        .merge(annal_query::asof::http::router(store.clone()))
+        .merge(annal_query::recovery::http::router(store.clone()))
+        .merge(annal_query::proof::http::router(store))
+}
 
 fn store() -> (tempfile::TempDir, Arc<Store>) {
     let dir = tempfile::tempdir().unwrap();

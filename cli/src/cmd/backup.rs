@@ -2,8 +2,8 @@
 //! it is empty, shrank, or misses apps.
 
 use annal_ingest::manifests;
-use annal_query::backup::{self, Report};
-use annal_query::inventory::AsOf;
+use annal_query::asof::inventory::AsOf;
+use annal_query::recovery::backup::{self, Report};
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::json;

@@ -1,8 +1,8 @@
 //! `annal fence check`: did the fenced control plane still act? Exit 1 when
 //! it did.
 
-use annal_query::fence::{self, Report, Request};
-use annal_query::inventory::AsOf;
+use annal_query::asof::inventory::AsOf;
+use annal_query::recovery::fence::{self, Report, Request};
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::json;

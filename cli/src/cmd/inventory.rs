@@ -1,6 +1,6 @@
 //! `annal inventory`: the objects live at an instant, with their owners.
 
-use annal_query::inventory::{self, AsOf, InventoryRow};
+use annal_query::asof::inventory::{self, AsOf, InventoryRow};
 use annal_schemas::Timestamp;
 use annal_store::Store;
 

@@ -1,8 +1,8 @@
 //! `annal placement diff`: what a cluster selector picks, and what changes,
 //! as a CI gate.
 
-use annal_query::inventory::AsOf;
-use annal_query::placement::{self, Diff, Selector, Side};
+use annal_query::asof::inventory::AsOf;
+use annal_query::recovery::placement::{self, Diff, Selector, Side};
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::json;

@@ -1,8 +1,8 @@
 //! `annal prune-plan`: what pruning an app would delete, as a CI gate.
 
 use annal_ingest::manifests;
-use annal_query::inventory::AsOf;
-use annal_query::prune::{self, Plan, Request};
+use annal_query::asof::inventory::AsOf;
+use annal_query::recovery::prune::{self, Plan, Request};
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::{json, Value};

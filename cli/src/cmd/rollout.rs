@@ -1,7 +1,7 @@
 //! `annal rollout status` and `annal rollout regressions`.
 
-use annal_query::inventory::AsOf;
-use annal_query::rollout;
+use annal_query::asof::inventory::AsOf;
+use annal_query::recovery::rollout;
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::json;

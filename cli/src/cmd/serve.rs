@@ -1,7 +1,6 @@
 //! `annal serve`: the ledger's HTTP API on the embedded store.
 //!
-//! The read routes of `annal-query`, the ingest routes of `annal-ingest`
-//! and `/healthz`. With `--tokens` every `/v1/` route needs a bearer token
+//! The routes merged in [`crate::routes`]. With `--tokens` every `/v1/` route needs a bearer token
 //! of the right role ([`crate::auth`]); without, the server refuses any
 //! address but loopback and says so. With `--tls-cert/--tls-key` it serves
 //! HTTPS (rustls); with `--kafka-brokers` it also consumes Kafka topics.
@@ -19,7 +18,6 @@ use std::sync::Arc;
 
 use annal_ingest::sources::kafka;
 use annal_store::Store;
-use axum::routing::get;
 
 use crate::args::ServeArgs;
 use crate::auth::Tokens;
@@ -65,52 +63,16 @@ pub fn run(store: Store, args: &ServeArgs) -> anyhow::Result<Exit> {
         max_json_rows: usize::try_from(args.sql_max_rows).unwrap_or(usize::MAX),
         ..annal_query::sql::Limits::default()
     };
-    let sql_usage = sql_limits.usage.clone();
-    let (exposition, kafka_exposition) = (metrics.clone(), kafka_metrics.clone());
     let max_queries = usize::try_from(args.max_queries).unwrap_or(usize::MAX);
-    let mut app = annal_query::http::router(store.clone(), sql_limits, max_queries)
-        .merge(annal_ingest::sources::http::router(
-            store.clone(),
-            limits,
-            metrics,
-        ))
-        .route("/healthz", get(|| async { "ok\n" }))
-        // The store is open and recovered before the listener binds.
-        .route("/readyz", get(|| async { "ready\n" }))
-        .route(
-            "/metrics",
-            get(move || {
-                let mut text = exposition.render();
-                text.push_str(&sql_usage.render());
-                if let Some(k) = &kafka_exposition {
-                    text.push_str(&k.render());
-                }
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4",
-                        )],
-                        text,
-                    )
-                }
-            }),
-        );
-    if let Some(tokens) = tokens {
-        app = app.layer(axum::middleware::from_fn_with_state(
-            tokens,
-            crate::auth::check,
-        ));
-    }
-    // A panic in a handler is a 500 with a stable body; its message stays
-    // in the server log (the panic hook prints it there).
-    app = app.layer(tower_http::catch_panic::CatchPanicLayer::custom(
-        |_: Box<dyn std::any::Any + Send>| {
-            axum::response::IntoResponse::into_response(annal_query::http::ApiError::Internal(
-                "a request handler panicked".into(),
-            ))
-        },
-    ));
+    let app = crate::routes::router(crate::routes::Api {
+        store: store.clone(),
+        sql_limits,
+        max_queries,
+        ingest_limits: limits,
+        ingest_metrics: metrics,
+        kafka_metrics: kafka_metrics.clone(),
+        tokens,
+    });
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(runtime.block_on(tls_config(cert, key))?),
         _ => None,

@@ -1,7 +1,7 @@
 //! `annal takeover-plan`: what a new controller may adopt, as a CI gate.
 
-use annal_query::inventory::AsOf;
-use annal_query::takeover::{self, Class, Plan, Request, Scope};
+use annal_query::asof::inventory::AsOf;
+use annal_query::recovery::takeover::{self, Class, Plan, Request, Scope};
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::{json, Value};

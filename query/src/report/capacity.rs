@@ -162,7 +162,7 @@ pub fn capacity(store: &Store, request: &CapacityRequest) -> Result<CapacityRepo
     let mut clusters: BTreeSet<String> = store.version_clusters()?.into_iter().collect();
     clusters.extend(counters.keys().map(|(c, _)| c.clone()));
     clusters.extend(
-        crate::registry::versions(store, None, known_below)?
+        crate::asof::registry::versions(store, None, known_below)?
             .into_iter()
             .map(|v| v.cluster),
     );

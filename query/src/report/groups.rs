@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use annal_store::Store;
 
-use crate::registry::{self, ClusterVersion};
+use crate::asof::registry::{self, ClusterVersion};
 use crate::QueryError;
 
 /// The dimension a cost report is broken down by.

@@ -2,7 +2,7 @@
 //! that is read-only, bounded, and turns DataFusion's errors into messages
 //! for people.
 //!
-//! Every surface that runs SQL (`annal sql`, `POST /v1/sql`, `annal export`,
+//! Every surface that runs SQL (`annal sql`, `POST /v1/sql` ([`http`]), `annal export`,
 //! and whatever reads the ledger through SQL later) plans through
 //! [`dataframe`], which refuses anything but a query ([`policy`]), and runs
 //! on a session from [`session_with`], whose memory is bounded
@@ -11,6 +11,7 @@
 mod cluster_word;
 mod date_trunc;
 mod distinct_count;
+pub mod http;
 pub mod limits;
 pub mod policy;
 

@@ -6,7 +6,7 @@ use datafusion::common::{plan_err, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 
-use crate::inventory::AsOf;
+use crate::asof::inventory::AsOf;
 
 /// The clocks of `function(valid_time [, known_at])`, bound to `store`.
 pub(crate) fn as_of(function: &str, exprs: &[Expr], store: &Store) -> Result<AsOf> {

@@ -26,7 +26,7 @@ use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 
 use super::estimated::Estimated;
 
-use crate::pushdown::EventBounds;
+use crate::tables::pushdown::EventBounds;
 use crate::QueryError;
 
 /// Rows per Arrow batch.

@@ -1,6 +1,6 @@
 //! `clusters` (every registry version, with valid_from/valid_to) and
 //! `clusters_at(valid_time [, known_at])` (each cluster's entry at an
-//! instant). See [`crate::registry`] for the fold.
+//! instant). See [`crate::asof::registry`] for the fold.
 
 use std::sync::Arc;
 
@@ -9,8 +9,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use serde_json::json;
 
 use super::fold::{FoldFunction, FoldTable, Producer};
-use crate::inventory::AsOf;
-use crate::registry::{self, ClusterVersion};
+use crate::asof::inventory::AsOf;
+use crate::asof::registry::{self, ClusterVersion};
 
 /// The columns, in order.
 pub fn schema() -> SchemaRef {

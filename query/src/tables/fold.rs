@@ -22,8 +22,8 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use serde_json::Value;
 
-use crate::inventory::AsOf;
-use crate::pushdown::EventBounds;
+use crate::asof::inventory::AsOf;
+use crate::tables::pushdown::EventBounds;
 use crate::QueryError;
 
 const BATCH_ROWS: usize = 8192;

@@ -25,7 +25,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::cluster_scan;
 use super::object_batch::{self, Batch, ObjectRow, Shape};
-use crate::inventory::{self, AsOf, Listings, Order};
+use crate::asof::inventory::{self, AsOf, Listings, Order};
 
 /// The `inventory_at` table function.
 #[derive(Clone)]

@@ -1,5 +1,5 @@
 //! `managed_fields`: one row per object version and field manager, with the
-//! field paths it owns (see [`crate::managed_fields`]). `cluster = '…'` is
+//! field paths it owns (see [`crate::asof::managed_fields`]). `cluster = '…'` is
 //! pushed down to the store's cluster index.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use serde_json::json;
 
 use super::fold::{FoldTable, Producer};
-use crate::managed_fields;
+use crate::asof::managed_fields;
 
 /// The columns, in order.
 pub fn schema() -> SchemaRef {

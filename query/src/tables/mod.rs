@@ -22,6 +22,7 @@ pub mod inventory;
 pub mod managed_fields;
 mod object_batch;
 pub mod objects;
+pub mod pushdown;
 pub mod regressions;
 pub mod reports;
 pub mod revisions;

@@ -74,10 +74,11 @@ impl TableProvider for ObjectsTable {
             .map(|(f, p)| {
                 // The scan keeps exactly the rows in the `valid_from`
                 // range (see `scan`): a plain bound is not applied again.
-                let bounded = crate::pushdown::time_range(std::slice::from_ref(*f), "valid_from")
-                    != (None, None);
+                let bounded =
+                    crate::tables::pushdown::time_range(std::slice::from_ref(*f), "valid_from")
+                        != (None, None);
                 match bounded {
-                    true if crate::pushdown::exact_time_bound(f, "valid_from") => {
+                    true if crate::tables::pushdown::exact_time_bound(f, "valid_from") => {
                         TableProviderFilterPushDown::Exact
                     }
                     true => TableProviderFilterPushDown::Inexact,
@@ -106,7 +107,7 @@ impl TableProvider for ObjectsTable {
         // Rows outside a `valid_from` range are skipped before they are
         // built; a version's details (and its owners) are read only for a
         // scan that asks for one of the columns they give.
-        let (since, until) = crate::pushdown::time_range(filters, "valid_from");
+        let (since, until) = crate::tables::pushdown::time_range(filters, "valid_from");
         let (since, until) = (
             since.map(|t| t.unix_micros()),
             until.map(|t| t.unix_micros()),

@@ -1,6 +1,6 @@
 //! `rollout_regressions(valid_time [, known_at])`: syncs that applied a
 //! revision on an (app, cluster) after a newer one had been applied there
-//! (see [`crate::rollout`]), so an auditor can slice them with SQL.
+//! (see [`crate::recovery::rollout`]), so an auditor can slice them with SQL.
 
 use std::sync::Arc;
 
@@ -9,8 +9,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use serde_json::json;
 
 use super::fold::FoldFunction;
-use crate::inventory::AsOf;
-use crate::rollout;
+use crate::asof::inventory::AsOf;
+use crate::recovery::rollout;
 
 /// The columns, in order.
 pub fn schema() -> SchemaRef {

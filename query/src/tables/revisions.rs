@@ -1,6 +1,6 @@
 //! `revisions` (every last-good interval per cluster and app) and
 //! `last_good_at(valid_time [, known_at])` (the last-good revision of each
-//! (cluster, app) at an instant). See [`crate::revisions`] for the rule.
+//! (cluster, app) at an instant). See [`crate::asof::revisions`] for the rule.
 
 use std::sync::Arc;
 
@@ -9,8 +9,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use serde_json::json;
 
 use super::fold::{FoldFunction, FoldTable, Producer};
-use crate::inventory::AsOf;
-use crate::revisions::{self, GoodInterval};
+use crate::asof::inventory::AsOf;
+use crate::asof::revisions::{self, GoodInterval};
 
 /// The columns, in order.
 pub fn schema() -> SchemaRef {

@@ -19,7 +19,7 @@ use tokio::sync::mpsc::Sender;
 
 use super::floors::KeyFloors;
 use super::named::NamedPart;
-use crate::pushdown::EventBounds;
+use crate::tables::pushdown::EventBounds;
 
 /// What a sidecar scan reads.
 pub(crate) struct ChunkScan {

@@ -37,7 +37,7 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 
 use super::estimated::Estimated;
-use crate::pushdown::EventBounds;
+use crate::tables::pushdown::EventBounds;
 use chunks::ChunkScan;
 
 /// A `cluster`/`type` filter is read through the indexes when the chunks

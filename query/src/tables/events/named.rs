@@ -18,7 +18,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::SendableRecordBatchStream;
 
 use super::leaf_rows;
-use crate::pushdown::EventBounds;
+use crate::tables::pushdown::EventBounds;
 
 /// One partition of a named scan.
 pub(super) struct NamedPart {

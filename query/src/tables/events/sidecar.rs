@@ -16,8 +16,8 @@ use datafusion::physical_plan::streaming::StreamingTableExec;
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::chunks::ChunkScan;
-use crate::pushdown::EventBounds;
 use crate::tables::estimated::Estimated;
+use crate::tables::pushdown::EventBounds;
 
 /// Every sidecar column ([`annal_store::columns::COLUMNS`]) of every entry.
 pub(crate) struct SidecarTable {

@@ -14,7 +14,7 @@ use annal_schemas::data::{AppHealth, AppRevisionGood, AppSync, HealthStatus, Syn
 use annal_schemas::{EventType, Timestamp};
 use annal_store::{Entry, ScanKey, Store};
 
-use crate::inventory::AsOf;
+use crate::asof::inventory::AsOf;
 use crate::QueryError;
 
 /// How a revision became good.

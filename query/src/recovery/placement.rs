@@ -15,8 +15,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::inventory::AsOf;
-use crate::registry::{self, ClusterVersion};
+use crate::asof::inventory::AsOf;
+use crate::asof::registry::{self, ClusterVersion};
 use crate::QueryError;
 
 /// A parsed selector.

@@ -8,6 +8,8 @@
 //! (RFC 8785 JSON) as a string, so the verifier hashes exactly what the log
 //! hashed.
 
+pub mod http;
+
 use annal_store::checkpoint::Checkpoint;
 use annal_store::merkle::leaf_hash;
 use annal_store::Store;

@@ -22,8 +22,8 @@ use annal_store::versions::ObjectName;
 use annal_store::Store;
 use serde::Serialize;
 
-use crate::inventory::{self, AsOf, Listings, Order};
-use crate::live_object::{self, LiveObject};
+use crate::asof::inventory::{self, AsOf, Listings, Order};
+use crate::asof::live_object::{self, LiveObject};
 use crate::QueryError;
 
 /// Kinds whose deletion loses data or breaks other tenants.

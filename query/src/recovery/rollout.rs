@@ -22,8 +22,9 @@ use annal_schemas::{EventType, Timestamp};
 use annal_store::Store;
 use serde::Serialize;
 
-use crate::inventory::AsOf;
-use crate::{registry, QueryError};
+use crate::asof::inventory::AsOf;
+use crate::asof::registry;
+use crate::QueryError;
 
 /// Progress of one cohort.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -22,7 +22,7 @@ use annal_schemas::{Envelope, EventType, Timestamp};
 use annal_store::Store;
 use serde::Serialize;
 
-use crate::inventory::AsOf;
+use crate::asof::inventory::AsOf;
 use crate::QueryError;
 
 /// The question.

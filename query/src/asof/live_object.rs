@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use annal_store::Store;
 
-use crate::{managed_fields, QueryError};
+use crate::asof::managed_fields;
+use crate::QueryError;
 
 /// Field managers that write live objects as a matter of course: the
 /// control plane (the HPA and the scale subresource write through

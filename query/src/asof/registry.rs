@@ -14,7 +14,7 @@ use annal_schemas::{EventType, Timestamp};
 use annal_store::{Entry, ScanKey, Store};
 use serde::Serialize;
 
-use crate::inventory::AsOf;
+use crate::asof::inventory::AsOf;
 use crate::QueryError;
 
 /// One version of one cluster's registry entry.

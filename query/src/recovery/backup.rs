@@ -22,7 +22,7 @@ use annal_schemas::{EventType, Timestamp};
 use annal_store::Store;
 use serde::Serialize;
 
-use crate::inventory::AsOf;
+use crate::asof::inventory::AsOf;
 use crate::QueryError;
 
 /// Largest drop, as a fraction, that is not `shrank`.

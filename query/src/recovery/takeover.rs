@@ -28,9 +28,10 @@ use annal_store::versions::ObjectName;
 use annal_store::Store;
 use serde::Serialize;
 
-use crate::inventory::{self, AsOf, InventoryRow, Listings, Order};
-use crate::live_object::{self, LiveObject};
-use crate::{revisions, QueryError};
+use crate::asof::inventory::{self, AsOf, InventoryRow, Listings, Order};
+use crate::asof::live_object::{self, LiveObject};
+use crate::asof::revisions;
+use crate::QueryError;
 
 /// The question.
 #[derive(Clone, Debug)]

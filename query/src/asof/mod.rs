@@ -1,0 +1,18 @@
+//! As-of answers: what the ledger says existed at a valid time T, as it
+//! knew it at a system time T' (DESIGN "Time travel and ownership").
+//!
+//! - [`inventory`]: the objects live at T on each cluster and who owned
+//!   them (the [`inventory::AsOf`] binder of both clocks is here; every
+//!   recovery gate takes one);
+//! - [`revisions`]: the last-good revision of each (cluster, app);
+//! - [`registry`]: the cluster registry, one version per registry event;
+//! - [`managed_fields`]: field managers of an object version;
+//! - [`live_object`]: what a plan reads from an object's live version;
+//! - [`http`]: `GET /v1/inventory`.
+
+pub mod http;
+pub mod inventory;
+pub mod live_object;
+pub mod managed_fields;
+pub mod registry;
+pub mod revisions;
