@@ -2,7 +2,7 @@
 //! answers: arrival order must never change what annal says existed at T.
 
 use annal_ingest::{pipeline, Format, Input};
-use annal_query::inventory::{self, AsOf};
+use annal_query::asof::inventory::{self, AsOf};
 use annal_store::Store;
 use proptest::prelude::*;
 

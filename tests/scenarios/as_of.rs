@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use annal_query::inventory::{self, AsOf};
+use annal_query::asof::inventory::{self, AsOf};
 use annal_schemas::data::{AppInventory, KubeObject, ObjectDeleted};
 use annal_schemas::ownership::{self, Claim, Marker, ObjectIdentity};
 use annal_schemas::{Envelope, EventType, Timestamp};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use annal_ingest::pipeline;
 use annal_ingest::{Format, Input};
-use annal_query::inventory::{self, AsOf, InventoryRow};
+use annal_query::asof::inventory::{self, AsOf, InventoryRow};
 use annal_schemas::data::KubeObject;
 use annal_schemas::ownership;
 use annal_schemas::EventType;
