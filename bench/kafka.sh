@@ -10,10 +10,10 @@
 # batches; the default is none. With Tansu 0.6.0 the broker sets the pace:
 # it answers every fetch only once the consumer's fetch.wait.max.ms has
 # passed, data or not, and serves at most 5 MiB per fetch, so the consumer
-# waits for data part of the time (README "Kafka consume").
+# waits for data part of the time (docs/performance.md "Kafka consume").
 #
 # SERVE_OPTIONS="--kafka-option KEY=VALUE ..." passes options to the
-# consuming `annal serve` (README "Kafka consume": fetch settings).
+# consuming `annal serve` (docs/performance.md "Kafka consume": fetch settings).
 #
 # Usage: bash bench/kafka.sh [COUNT] [SEED]
 # With BIN=DIR set, DIR's annal and annal-bench are run instead of a fresh

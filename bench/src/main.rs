@@ -432,7 +432,7 @@ fn audit(w: &mut impl Write, count: u64, seed: u64, from: &[PathBuf]) -> anyhow:
 
 /// One way of writing per-event keys to sled, timed by `stages`. These
 /// figures are why annal keeps leaves and tree nodes in flat files and only
-/// the id index in sled (README, "Why the leaves are not sled values").
+/// the id index in sled (docs/operations.md, "Why the leaves are not sled values").
 struct SledCase {
     name: &'static str,
     /// Also check and insert the envelope id (the idempotency index).

@@ -1,5 +1,10 @@
-//! What commands print: `-o table|json|csv|markdown`, as kubectl does
+//! What commands print: `-o table|wide|json|csv|markdown`, as kubectl does
 //! (plus markdown, fit for a pull-request comment).
+//!
+//! `-o table` shows the columns a person reads first, so that a typical row
+//! fits 120 columns (a command names them with [`RowStream::narrow`] or
+//! [`Table::narrow`]); `-o wide` adds the rest, and the machine formats
+//! (`json`, `csv`) and `markdown` always carry every column.
 //!
 //! A command builds one [`Table`] (or one JSON document) and [`Printer`]
 //! renders it; a command whose rows grow with the ledger (inventory, sql,
@@ -16,9 +21,11 @@ use serde_json::Value;
 /// `-o/--output`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
-    /// Aligned columns for people.
+    /// Aligned columns for people: the ones read first.
     #[default]
     Table,
+    /// Aligned columns, all of them (kubectl's `-o wide`).
+    Wide,
     /// One JSON document.
     Json,
     /// RFC 4180 CSV with a header row.
@@ -33,6 +40,7 @@ pub enum OutputFormat {
 /// Rows with named columns. Cells are JSON values so `-o json` keeps types.
 pub struct Table {
     columns: Vec<String>,
+    narrow: Option<Vec<String>>,
     rows: Vec<Vec<Value>>,
 }
 
@@ -40,8 +48,16 @@ impl Table {
     pub fn new(columns: &[&str]) -> Self {
         Table {
             columns: columns.iter().map(|c| c.to_string()).collect(),
+            narrow: None,
             rows: Vec::new(),
         }
+    }
+
+    /// The columns `-o table` shows, in this order (see
+    /// [`RowStream::narrow`]).
+    pub fn narrow(mut self, columns: &[&str]) -> Self {
+        self.narrow = Some(columns.iter().map(|c| c.to_string()).collect());
+        self
     }
 
     pub fn push(&mut self, row: Vec<Value>) {
@@ -64,6 +80,10 @@ impl Printer {
     pub fn table_to(&self, table: &Table, out: &mut dyn Write) -> io::Result<()> {
         let columns: Vec<&str> = table.columns.iter().map(String::as_str).collect();
         let mut stream = self.stream_to(&columns, out);
+        if let Some(narrow) = &table.narrow {
+            let narrow: Vec<&str> = narrow.iter().map(String::as_str).collect();
+            stream = stream.narrow(&narrow);
+        }
         for row in &table.rows {
             stream.push(row)?;
         }
@@ -97,9 +117,10 @@ impl Printer {
                 write_csv_row(&mut out, map.keys().cloned())?;
                 write_csv_row(&mut out, map.values().map(cell))
             }
-            OutputFormat::Table | OutputFormat::Markdown | OutputFormat::Html => {
-                writeln!(out, "{human}")
-            }
+            OutputFormat::Table
+            | OutputFormat::Wide
+            | OutputFormat::Markdown
+            | OutputFormat::Html => writeln!(out, "{human}"),
         }
     }
 
@@ -132,9 +153,10 @@ impl Printer {
     /// verdict); JSON and CSV stay one document.
     pub fn prose(&self, text: &str) -> io::Result<()> {
         match self.format {
-            OutputFormat::Table | OutputFormat::Markdown | OutputFormat::Html => {
-                writeln!(io::stdout().lock(), "{text}")
-            }
+            OutputFormat::Table
+            | OutputFormat::Wide
+            | OutputFormat::Markdown
+            | OutputFormat::Html => writeln!(io::stdout().lock(), "{text}"),
             OutputFormat::Json | OutputFormat::Csv => Ok(()),
         }
     }
@@ -148,6 +170,8 @@ impl Printer {
 pub struct RowStream<'a> {
     format: OutputFormat,
     columns: Vec<String>,
+    /// `-o table`: the positions of the columns it shows, in their order.
+    shown: Option<Vec<usize>>,
     out: Box<dyn Write + 'a>,
     rows: u64,
     /// Aligned tables: rows held back until the widths are known.
@@ -163,11 +187,32 @@ impl<'a> RowStream<'a> {
         RowStream {
             format,
             columns: columns.iter().map(|c| c.to_string()).collect(),
+            shown: None,
             out,
             rows: 0,
             window: Vec::new(),
             widths: None,
         }
+    }
+
+    /// Shows only `columns` (in this order) in `-o table`; every other
+    /// format keeps every column. A name that is not a column is a bug of
+    /// the command, caught by its tests.
+    pub fn narrow(mut self, columns: &[&str]) -> Self {
+        if self.format == OutputFormat::Table {
+            let shown = columns
+                .iter()
+                .filter_map(|c| self.columns.iter().position(|have| have == c))
+                .collect::<Vec<_>>();
+            debug_assert_eq!(
+                shown.len(),
+                columns.len(),
+                "{columns:?} in {:?}",
+                self.columns
+            );
+            self.shown = Some(shown);
+        }
+        self
     }
 
     /// Writes one row (one cell per column).
@@ -202,8 +247,11 @@ impl<'a> RowStream<'a> {
                 let cells: Vec<String> = row.iter().map(|v| markdown(&cell(v))).collect();
                 writeln!(self.out, "| {} |", cells.join(" | "))
             }
-            OutputFormat::Table | OutputFormat::Html => {
-                let cells: Vec<String> = row.iter().map(cell).collect();
+            OutputFormat::Table | OutputFormat::Wide | OutputFormat::Html => {
+                let cells: Vec<String> = match &self.shown {
+                    Some(shown) => shown.iter().map(|&i| cell(&row[i])).collect(),
+                    None => row.iter().map(cell).collect(),
+                };
                 match &self.widths {
                     Some(widths) => write_aligned(&mut self.out, &cells, widths),
                     None => {
@@ -228,7 +276,9 @@ impl<'a> RowStream<'a> {
                 write_csv_row(&mut self.out, self.columns.iter().cloned())?
             }
             OutputFormat::Markdown if self.rows == 0 => self.markdown_header()?,
-            OutputFormat::Table | OutputFormat::Html if self.widths.is_none() => {
+            OutputFormat::Table | OutputFormat::Wide | OutputFormat::Html
+                if self.widths.is_none() =>
+            {
                 self.flush_window()?
             }
             _ => {}
@@ -243,13 +293,17 @@ impl<'a> RowStream<'a> {
     }
 
     fn flush_window(&mut self) -> io::Result<()> {
-        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.len()).collect();
+        let columns: Vec<&String> = match &self.shown {
+            Some(shown) => shown.iter().map(|&i| &self.columns[i]).collect(),
+            None => self.columns.iter().collect(),
+        };
+        let mut widths: Vec<usize> = columns.iter().map(|c| c.len()).collect();
         for row in &self.window {
             for (w, c) in widths.iter_mut().zip(row) {
                 *w = (*w).max(c.chars().count());
             }
         }
-        let header: Vec<String> = self.columns.iter().map(|c| c.to_uppercase()).collect();
+        let header: Vec<String> = columns.iter().map(|c| c.to_uppercase()).collect();
         write_aligned(&mut self.out, &header, &widths)?;
         for row in std::mem::take(&mut self.window) {
             write_aligned(&mut self.out, &row, &widths)?;
@@ -396,6 +450,45 @@ mod tests {
             WINDOW + 1 + 5,
             "header, window, then each row"
         );
+    }
+
+    #[test]
+    fn table_shows_the_narrow_columns_and_every_other_format_all_of_them() {
+        let render = |format| {
+            let mut out = Vec::new();
+            let mut stream = Printer { format }
+                .stream_to(&["n", "name", "tags"], &mut out)
+                .narrow(&["tags", "n"]);
+            for r in rows(2) {
+                stream.push(&r).unwrap();
+            }
+            stream.finish().unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            render(OutputFormat::Table),
+            "TAGS   N\na,0    0\na,1    1\n"
+        );
+        assert_eq!(
+            render(OutputFormat::Wide),
+            "N   NAME     TAGS\n0   name-    a,0\n1   name-x   a,1\n"
+        );
+        assert_eq!(
+            render(OutputFormat::Csv),
+            "n,name,tags\n0,name-,\"a,0\"\n1,name-x,\"a,1\"\n"
+        );
+        assert!(render(OutputFormat::Json).contains("\"name\": \"name-x\""));
+        assert!(render(OutputFormat::Markdown).starts_with("| n | name | tags |"));
+        // A whole table narrows the same way.
+        let mut table = Table::new(&["n", "name", "tags"]).narrow(&["name"]);
+        table.push(rows(1).remove(0));
+        let mut out = Vec::new();
+        Printer {
+            format: OutputFormat::Table,
+        }
+        .table_to(&table, &mut out)
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "NAME\nname-\n");
     }
 
     #[test]

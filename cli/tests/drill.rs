@@ -1,4 +1,4 @@
-//! The disaster-recovery drill of the README's "Recovery runbook", end to
+//! The disaster-recovery drill of the "Recovery runbook" in docs/recovery.md, end to
 //! end through the binary: a ledger built from events, then every recovery
 //! command in the order an SRE runs them, each JSON answer and exit code
 //! asserted.

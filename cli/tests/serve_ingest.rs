@@ -328,7 +328,7 @@ fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
 }
 
 /// An Argo CD notifications webhook whose template renders the whole
-/// Application (`body: '{{toJson .app}}'`, as the README recommends).
+/// Application (`body: '{{toJson .app}}'`, as docs/http.md recommends).
 #[test]
 fn argocd_notification_webhooks_record_the_application_once() {
     let l = Ledger::new();

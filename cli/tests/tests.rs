@@ -4,6 +4,7 @@ mod util;
 
 mod beside;
 mod crash;
+mod docs;
 mod drill;
 mod gates;
 mod ingest;
@@ -17,6 +18,7 @@ mod reports;
 mod serve;
 mod serve_ingest;
 mod sql;
+mod tables;
 mod takeover;
 mod tamper;
 mod tls;

@@ -498,7 +498,7 @@ impl SegmentWriter {
     /// fault on first write: 95% of `dd`'s time, buffered writes at
     /// 95–106 MB/s against 1.1 GB/s for the same 4 MB `write` +
     /// `fdatasync` loop that drops what it synced, and a third of the
-    /// Kafka committer's samples (README "Storage: leaves leave the page
+    /// Kafka committer's samples (docs/storage-experiments.md "Storage: leaves leave the page
     /// cache"). Dropped pages go back to the free lists, and the next
     /// commit's bytes land in them. PostgreSQL drops its WAL segments'
     /// pages the same way. The last, partial page stays (the kernel keeps

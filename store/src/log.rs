@@ -697,7 +697,7 @@ impl Store {
         }
         // The two files' syncs side by side, so that neither waits for the
         // other's journal commit (measured only together with the hashed
-        // pending keys, c798ab3: README "Storage: a mark every two seconds").
+        // pending keys, c798ab3: docs/storage-experiments.md "Storage: a mark every two seconds").
         tree_writer.sync_beside(|| leaf_writer.sync())?;
         Ok(frontier)
     }

@@ -35,7 +35,7 @@ pub fn run(data: &Path, printer: &Printer) -> anyhow::Result<Exit> {
         &mut (),
     )?;
     let report = store.verify(None)?;
-    let human = printer.format == OutputFormat::Table;
+    let human = matches!(printer.format, OutputFormat::Table | OutputFormat::Wide);
     if human {
         println!(
             "Loaded the bundled examples: appended {}, duplicates {}, rejected {}.",

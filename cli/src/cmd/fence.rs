@@ -57,7 +57,8 @@ fn print(r: &Report, printer: &Printer) -> anyhow::Result<()> {
         }
     );
     printer.heading("annal fence check", &heading)?;
-    let mut table = Table::new(&["code", "index", "time", "cluster", "detail"]);
+    let mut table = Table::new(&["code", "index", "time", "cluster", "detail"])
+        .narrow(&["code", "time", "cluster", "detail"]);
     for v in &r.violations {
         table.push(vec![
             json!(v.code),

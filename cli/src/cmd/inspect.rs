@@ -41,7 +41,7 @@ pub fn status(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
 
 pub fn checkpoint(store: &Store, printer: &Printer) -> anyhow::Result<Exit> {
     match store.checkpoint() {
-        Some(note) if printer.format == OutputFormat::Table => {
+        Some(note) if matches!(printer.format, OutputFormat::Table | OutputFormat::Wide) => {
             print!("{note}");
             Ok(Exit::Ok)
         }
@@ -72,7 +72,9 @@ pub fn log(store: &Store, args: &LogArgs, printer: &Printer) -> anyhow::Result<E
         limit: Some(args.limit),
         ..EventFilter::default()
     };
-    let mut out = printer.stream(&["index", "time", "type", "cluster", "id", "recorded_at"]);
+    let mut out = printer
+        .stream(&["index", "time", "type", "cluster", "id", "recorded_at"])
+        .narrow(&["index", "time", "type", "cluster", "id"]);
     for entry in events::select(store, &filter) {
         let e = entry?;
         out.push(&[

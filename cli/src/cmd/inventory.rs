@@ -11,7 +11,9 @@ use crate::output::Printer;
 pub fn run(store: &Store, args: &InventoryArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let as_of = AsOf::new(store, args.at.unwrap_or_else(Timestamp::now), args.known_at)?;
     // Rows are printed as each cluster's are computed.
-    let mut out = printer.stream(&InventoryRow::COLUMNS);
+    let mut out = printer
+        .stream(&InventoryRow::COLUMNS)
+        .narrow(&InventoryRow::NARROW);
     for r in inventory::fleet_rows(store, args.cluster.as_deref(), &as_of)? {
         let r = r?;
         if args.owner.as_ref().is_some_and(|o| !r.claims.contains(o)) {

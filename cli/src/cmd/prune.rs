@@ -65,7 +65,7 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
             "### annal prune plan at {}\n\n**{headline}**\n",
             plan.at
         ))?,
-        OutputFormat::Table | OutputFormat::Html => {
+        OutputFormat::Table | OutputFormat::Wide | OutputFormat::Html => {
             printer.prose(&format!("Prune plan at {}: {headline}\n", plan.at))?
         }
         OutputFormat::Csv => {}
@@ -73,7 +73,8 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
     for f in &plan.flags {
         printer.prose(&format!("threshold: {}", f.detail))?;
     }
-    let mut table = Table::new(&["action", "group", "kind", "namespace", "name", "flags"]);
+    let mut table = Table::new(&["action", "group", "kind", "namespace", "name", "flags"])
+        .narrow(&["action", "kind", "namespace", "name", "flags"]);
     for (action, objects) in [("delete", &plan.prune), ("create", &plan.create)] {
         for o in objects {
             table.push(vec![

@@ -46,6 +46,15 @@ fn status(store: &Store, args: &RolloutStatusArgs, printer: &Printer) -> anyhow:
             "max_seconds",
             "api_throttled",
             "waiting_clusters",
+        ])
+        .narrow(&[
+            "cohort",
+            "candidates",
+            "started",
+            "succeeded",
+            "failed",
+            "waiting",
+            "waiting_clusters",
         ]);
         for c in &s.cohorts {
             table.push(vec![
@@ -83,7 +92,8 @@ fn regressions(
             found.len()
         ))?;
     }
-    let mut table = Table::new(&["app", "cluster", "time", "index", "revision", "newer"]);
+    let mut table = Table::new(&["app", "cluster", "time", "index", "revision", "newer"])
+        .narrow(&["app", "cluster", "time", "revision", "newer"]);
     for r in &found {
         table.push(vec![
             json!(r.app),

@@ -81,7 +81,7 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
                 counts.join(", ")
             ))?;
         }
-        OutputFormat::Table | OutputFormat::Html => {
+        OutputFormat::Table | OutputFormat::Wide | OutputFormat::Html => {
             printer.prose(&format!(
                 "Takeover plan for {} at {}: {}\n{verdict}\n",
                 plan.controller,
@@ -111,6 +111,15 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
         "cluster",
         "app",
         "group",
+        "kind",
+        "namespace",
+        "name",
+        "reasons",
+    ])
+    .narrow(&[
+        "class",
+        "cluster",
+        "app",
         "kind",
         "namespace",
         "name",

@@ -463,7 +463,7 @@ fn consumer(
         // messages/s (bench/kafka.sh, 1M messages). Shorter waits alone
         // were slower (10 ms: 71k): fast fetches fill the prefetch queue,
         // and a full queue stopped fetching for the whole second. With
-        // both at 10 ms one member is CPU-bound instead (README "Kafka
+        // both at 10 ms one member is CPU-bound instead (docs/performance.md "Kafka
         // consume"). An idle partition costs about 100 fetches/s, which
         // the broker answers after the wait.
         .set("fetch.wait.max.ms", "10")

@@ -127,6 +127,18 @@ impl InventoryRow {
         "valid_from",
     ];
 
+    /// The columns a person reads first (`annal inventory -o table`; `-o
+    /// wide` shows all of [`InventoryRow::COLUMNS`]).
+    pub const NARROW: [&'static str; 7] = [
+        "cluster",
+        "namespace",
+        "kind",
+        "name",
+        "owner",
+        "conflict",
+        "valid_from",
+    ];
+
     /// The row as a JSON object with [`InventoryRow::COLUMNS`] (empty uid
     /// and resourceVersion as null).
     pub fn to_json(&self) -> serde_json::Value {

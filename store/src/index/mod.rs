@@ -89,7 +89,7 @@ const CACHE_BYTES: u64 = 4 << 20;
 /// the runs' compaction took a third of ingest's CPU (see
 /// `runs::L0_RUNS`). At two seconds rather than three, the same ingests
 /// ran at 83k events/s at 10M and 120–129k at 1M, against 59–63k and
-/// 92–103k (single runs, README "Storage: a mark every two seconds"):
+/// 92–103k (single runs, docs/storage-experiments.md "Storage: a mark every two seconds"):
 /// the commit thread used 88 s of CPU over 10M instead of
 /// 127 s, compaction about the same (13 s, 14 s). Why is not profiled;
 /// the pending key maps are a third smaller. Two seconds is at most

@@ -19,7 +19,7 @@
 //! a thread of its own ([`Frozen::write`]): writing the runs of ~370k
 //! events took 310–384 ms, and a commit thread that wrote them itself
 //! held every HTTP request waiting for the commit after it that long
-//! (README "HTTP ingest under load").
+//! (docs/performance.md "HTTP ingest under load").
 //!
 //! Pending and frozen keys are held in one buffer each, found through a
 //! hash table ([`pending`](super::pending)): every event inserts an id and
@@ -102,7 +102,7 @@ const TABLE_BYTES: u64 = 4 << 20;
 /// of ingest's CPU (34% over 4M- and 5M-event ingests, 37% in the middle
 /// of a 10M one). With 16 runs of three seconds each (two since), level
 /// 0 gathered about 48 s of keys before one merge: the worker used 14 s
-/// of CPU over the 4M-event ingest instead of 114 s (README "Storage:
+/// of CPU over the 4M-event ingest instead of 114 s (docs/storage-experiments.md "Storage:
 /// compaction of the key indexes"). The price is on reads: a lookup
 /// checks up to 16 more bloom filters (pinned in memory), 9% of the
 /// commit thread at 10M.

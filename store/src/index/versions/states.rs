@@ -5,7 +5,7 @@
 //! Why: every version asks for its object's id and last details. At 10M
 //! events over 1M objects those point reads in fjall (filters of up to 16
 //! level-0 runs, a block index, a block read, checksummed and searched)
-//! were 37% of the commit thread's samples (README "Storage: object
+//! were 37% of the commit thread's samples (docs/storage-experiments.md "Storage: object
 //! states kept in memory").
 //!
 //! Invariant: **a state held here is what the keyspace would answer for
