@@ -32,7 +32,7 @@ pub use limits::Limits;
 
 use crate::tables::events::floors::JoinFloors;
 use crate::tables::{
-    clusters, managed_fields, reports, revisions, EventsTable, InventoryAt, ObjectsTable,
+    clusters, inventory, managed_fields, reports, revisions, EventsTable, ObjectsTable,
 };
 use crate::QueryError;
 
@@ -108,7 +108,7 @@ pub async fn session_with(
         "capacity_report",
         Arc::new(reports::CapacityReportFunction::new(store.clone())),
     );
-    ctx.register_udtf("inventory_at", Arc::new(InventoryAt::new(store.clone())));
+    ctx.register_udtf("inventory_at", Arc::new(inventory::function(store.clone())));
     crate::tables::syncs::register(&ctx, store)?;
     Ok(ctx)
 }

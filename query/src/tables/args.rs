@@ -1,12 +1,50 @@
-//! Arguments of the as-of table functions: instants.
+//! The as-of table functions, `name(valid_time [, known_at])`: their
+//! arguments are instants, bound when the query is planned (so `now-2h`
+//! means two hours before planning), and each function makes the table
+//! those instants give ([`AsOfFunction`]).
+
+use std::sync::Arc;
 
 use annal_schemas::Timestamp;
 use annal_store::Store;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl};
 use datafusion::common::{plan_err, ScalarValue};
+use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 
 use crate::asof::inventory::AsOf;
+
+/// Makes the table of an as-of function bound to its instants.
+pub(crate) type Bind = Box<dyn Fn(&Arc<Store>, AsOf) -> Arc<dyn TableProvider> + Send + Sync>;
+
+/// A table function `name(valid_time [, known_at])` over a store.
+pub(crate) struct AsOfFunction {
+    name: &'static str,
+    store: Arc<Store>,
+    bind: Bind,
+}
+
+impl std::fmt::Debug for AsOfFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsOfFunction")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsOfFunction {
+    pub(crate) fn new(name: &'static str, store: Arc<Store>, bind: Bind) -> Self {
+        AsOfFunction { name, store, bind }
+    }
+}
+
+impl TableFunctionImpl for AsOfFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let as_of = as_of(self.name, args.exprs(), &self.store)?;
+        Ok((self.bind)(&self.store, as_of))
+    }
+}
 
 /// The clocks of `function(valid_time [, known_at])`, bound to `store`.
 pub(crate) fn as_of(function: &str, exprs: &[Expr], store: &Store) -> Result<AsOf> {

@@ -8,7 +8,8 @@ use annal_store::Store;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use serde_json::json;
 
-use super::fold::{FoldFunction, FoldTable, Producer};
+use super::args::AsOfFunction;
+use super::fold::{FoldTable, Producer};
 use crate::asof::inventory::AsOf;
 use crate::asof::registry::{self, ClusterVersion};
 
@@ -51,8 +52,8 @@ pub(crate) fn table(store: Arc<Store>) -> FoldTable {
 }
 
 /// The `clusters_at` table function.
-pub(crate) fn function(store: Arc<Store>) -> FoldFunction {
-    FoldFunction::new("clusters_at", store, schema(), |as_of: AsOf| {
+pub(crate) fn function(store: Arc<Store>) -> AsOfFunction {
+    super::fold::function("clusters_at", store, schema(), |as_of: AsOf| {
         Arc::new(move |store, cluster, emit| {
             for v in registry::at(store, cluster, &as_of)? {
                 if !emit(row(&v)) {

@@ -9,12 +9,9 @@
 use std::sync::Arc;
 
 use annal_store::Store;
-use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::json::ReaderBuilder;
-use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl};
-use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
@@ -22,6 +19,8 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use serde_json::Value;
 
+use super::adapter::{Scan, Source, Table};
+use super::args::AsOfFunction;
 use crate::asof::inventory::AsOf;
 use crate::tables::pushdown::EventBounds;
 use crate::QueryError;
@@ -37,74 +36,50 @@ pub(crate) type Producer = Arc<
 >;
 
 /// A table over a producer.
-pub(crate) struct FoldTable {
+pub(crate) type FoldTable = Table<Fold>;
+
+impl FoldTable {
+    pub(crate) fn new(store: Arc<Store>, schema: SchemaRef, produce: Producer) -> Self {
+        Table::of(Fold {
+            store,
+            schema,
+            produce,
+        })
+    }
+}
+
+/// What is particular to a folded table: its producer.
+pub(crate) struct Fold {
     store: Arc<Store>,
     schema: SchemaRef,
     produce: Producer,
 }
 
-impl std::fmt::Debug for FoldTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FoldTable")
-            .field("schema", &self.schema)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FoldTable {
-    pub(crate) fn new(store: Arc<Store>, schema: SchemaRef, produce: Producer) -> Self {
-        FoldTable {
-            store,
-            schema,
-            produce,
-        }
-    }
-}
-
-#[async_trait]
-impl TableProvider for FoldTable {
+impl Source for Fold {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
 
-    fn table_type(&self) -> TableType {
-        TableType::Base
+    fn pushdown(&self, filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+        super::cluster_scan::pushdown(filters)
     }
 
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&Expr],
-    ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(super::cluster_scan::pushdown(filters))
-    }
-
-    async fn scan(
-        &self,
-        _state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let columns: Vec<usize> = match projection {
-            Some(p) => p.clone(),
-            None => (0..self.schema.fields().len()).collect(),
-        };
-        let projected = Arc::new(self.schema.project(&columns)?);
+    fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
         let partition = FoldScan {
             store: self.store.clone(),
             full: self.schema.clone(),
-            schema: projected.clone(),
-            columns,
-            cluster: EventBounds::from_filters(filters).cluster,
+            schema: scan.schema.clone(),
+            columns: scan.columns,
+            cluster: EventBounds::from_filters(scan.filters).cluster,
             produce: self.produce.clone(),
         };
         Ok(Arc::new(StreamingTableExec::try_new(
-            projected,
+            scan.schema,
             vec![Arc::new(partition)],
             None,
             vec![],
             false,
-            limit,
+            scan.limit,
         )?))
     }
 }
@@ -177,45 +152,19 @@ fn to_batch(schema: &SchemaRef, rows: &[Value]) -> Result<RecordBatch> {
         .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())))
 }
 
-/// An as-of table function over a fold: `name(valid_time [, known_at])`.
-pub(crate) struct FoldFunction {
+/// An as-of table function over a fold: `name(valid_time [, known_at])`,
+/// whose rows `bind` produces for the instants given.
+pub(crate) fn function(
     name: &'static str,
     store: Arc<Store>,
     schema: SchemaRef,
     bind: fn(AsOf) -> Producer,
-}
-
-impl std::fmt::Debug for FoldFunction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FoldFunction")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FoldFunction {
-    pub(crate) fn new(
-        name: &'static str,
-        store: Arc<Store>,
-        schema: SchemaRef,
-        bind: fn(AsOf) -> Producer,
-    ) -> Self {
-        FoldFunction {
-            name,
-            store,
-            schema,
-            bind,
-        }
-    }
-}
-
-impl TableFunctionImpl for FoldFunction {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let as_of = super::args::as_of(self.name, args.exprs(), &self.store)?;
-        Ok(Arc::new(FoldTable::new(
-            self.store.clone(),
-            self.schema.clone(),
-            (self.bind)(as_of),
-        )))
-    }
+) -> AsOfFunction {
+    AsOfFunction::new(
+        name,
+        store,
+        Box::new(move |store, as_of| {
+            Arc::new(FoldTable::new(store.clone(), schema.clone(), bind(as_of)))
+        }),
+    )
 }

@@ -15,65 +15,41 @@
 use std::sync::Arc;
 
 use annal_store::Store;
-use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl};
-use datafusion::datasource::{TableProvider, TableType};
+use datafusion::datasource::TableType;
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
+use super::adapter::{Scan, Source, Table};
+use super::args::AsOfFunction;
 use super::cluster_scan;
 use super::object_batch::{self, Batch, ObjectRow, Shape};
 use crate::asof::inventory::{self, AsOf, Listings, Order};
 
-/// The `inventory_at` table function.
-#[derive(Clone)]
-pub struct InventoryAt {
-    store: Arc<Store>,
-}
-
-impl std::fmt::Debug for InventoryAt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InventoryAt").finish_non_exhaustive()
-    }
-}
-
-impl InventoryAt {
-    /// The function over `store`.
-    pub fn new(store: Arc<Store>) -> Self {
-        InventoryAt { store }
-    }
-}
-
-impl TableFunctionImpl for InventoryAt {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let as_of = super::args::as_of("inventory_at", args.exprs(), &self.store)?;
-        Ok(Arc::new(InventoryTable {
-            store: self.store.clone(),
-            as_of,
-            schema: object_batch::schema(Shape::Live),
-        }))
-    }
+/// The `inventory_at` table function over `store`.
+pub(crate) fn function(store: Arc<Store>) -> AsOfFunction {
+    AsOfFunction::new(
+        "inventory_at",
+        store,
+        Box::new(|store, as_of| {
+            Arc::new(Table::of(Live {
+                store: store.clone(),
+                as_of,
+                schema: object_batch::schema(Shape::Live),
+            }))
+        }),
+    )
 }
 
 /// `inventory_at` bound to its instants.
-pub struct InventoryTable {
+struct Live {
     store: Arc<Store>,
     as_of: AsOf,
     schema: SchemaRef,
 }
 
-impl std::fmt::Debug for InventoryTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InventoryTable")
-            .field("as_of", &self.as_of)
-            .finish_non_exhaustive()
-    }
-}
-
-#[async_trait]
-impl TableProvider for InventoryTable {
+impl Source for Live {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
@@ -82,25 +58,18 @@ impl TableProvider for InventoryTable {
         TableType::Temporary
     }
 
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&Expr],
-    ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(cluster_scan::pushdown(filters))
+    fn pushdown(&self, filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+        cluster_scan::pushdown(filters)
     }
 
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let columns: Vec<usize> = match projection {
-            Some(p) => p.clone(),
-            None => (0..self.schema.fields().len()).collect(),
-        };
-        let projected = Arc::new(self.schema.project(&columns)?);
+    fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
+        let Scan {
+            columns,
+            schema: projected,
+            filters,
+            limit,
+            partitions,
+        } = scan;
         let as_of = self.as_of;
         let listings = Arc::new(std::sync::OnceLock::new());
         let out = projected.clone();
@@ -131,7 +100,7 @@ impl TableProvider for InventoryTable {
             projected,
             filters,
             limit,
-            state.config().target_partitions(),
+            partitions,
             produce,
         )
     }

@@ -11,7 +11,15 @@
 //! | `inventory_at(T [, known_at])` | objects live at T, with owners |
 //! | `clusters_at(T [, known_at])` | each cluster's registry entry at T |
 //! | `last_good_at(T [, known_at])` | last-good revision per (cluster, app) at T |
+//!
+//! Each table module holds only what is particular to it: a schema, the
+//! filters its scan applies, and the scan, as an [`adapter::Source`]
+//! behind the one DataFusion provider [`adapter::Table`]. The as-of table
+//! functions bind their instants through one `AsOfFunction` (`args`).
+//! Object tables scan cluster by cluster (`cluster_scan`); folded tables
+//! (registry, revisions, field managers) produce JSON rows (`fold`).
 
+pub mod adapter;
 mod args;
 mod cluster_scan;
 pub mod clusters;
@@ -30,5 +38,4 @@ mod stream;
 pub mod syncs;
 
 pub use events::EventsTable;
-pub use inventory::InventoryAt;
 pub use objects::ObjectsTable;

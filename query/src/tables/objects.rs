@@ -17,58 +17,46 @@ use std::sync::Arc;
 use annal_schemas::ownership;
 use annal_store::versions::{Span, VersionRow};
 use annal_store::Store;
-use async_trait::async_trait;
 use datafusion::arrow::array::{Array, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::catalog::Session;
-use datafusion::datasource::{TableProvider, TableType};
+
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
+use super::adapter::{Scan, Source, Table};
 use super::cluster_scan;
 use super::object_batch::{self, Batch, ObjectRow, Shape};
 use crate::QueryError;
 
 /// The `objects` table over a store.
-pub struct ObjectsTable {
-    store: Arc<Store>,
-    schema: SchemaRef,
-}
-
-impl std::fmt::Debug for ObjectsTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectsTable").finish_non_exhaustive()
-    }
-}
+pub type ObjectsTable = Table<Objects>;
 
 impl ObjectsTable {
     /// The table over `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        ObjectsTable {
+        Table::of(Objects {
             store,
             schema: object_batch::schema(Shape::Versions),
-        }
+        })
     }
 }
 
-#[async_trait]
-impl TableProvider for ObjectsTable {
+/// What is particular to the `objects` table.
+pub struct Objects {
+    store: Arc<Store>,
+    schema: SchemaRef,
+}
+
+impl Source for Objects {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
 
-    fn table_type(&self) -> TableType {
-        TableType::Base
-    }
-
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&Expr],
-    ) -> Result<Vec<TableProviderFilterPushDown>> {
+    fn pushdown(&self, filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
         let by_cluster = cluster_scan::pushdown(filters);
-        Ok(filters
+        filters
             .iter()
             .zip(by_cluster)
             .map(|(f, p)| {
@@ -85,21 +73,17 @@ impl TableProvider for ObjectsTable {
                     false => p,
                 }
             })
-            .collect())
+            .collect()
     }
 
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let columns: Vec<usize> = match projection {
-            Some(p) => p.clone(),
-            None => (0..self.schema.fields().len()).collect(),
-        };
-        let projected = Arc::new(self.schema.project(&columns)?);
+    fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
+        let Scan {
+            columns,
+            schema: projected,
+            filters,
+            limit,
+            partitions,
+        } = scan;
         let out = projected.clone();
         // Versions recorded after planning are left out: one query, one
         // log prefix.
@@ -247,7 +231,7 @@ impl TableProvider for ObjectsTable {
             projected,
             filters,
             limit,
-            state.config().target_partitions(),
+            partitions,
             produce,
         )
     }

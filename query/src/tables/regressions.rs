@@ -8,7 +8,7 @@ use annal_store::Store;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use serde_json::json;
 
-use super::fold::FoldFunction;
+use super::args::AsOfFunction;
 use crate::asof::inventory::AsOf;
 use crate::recovery::rollout;
 
@@ -29,8 +29,8 @@ pub fn schema() -> SchemaRef {
 }
 
 /// The `rollout_regressions` table function.
-pub(crate) fn function(store: Arc<Store>) -> FoldFunction {
-    FoldFunction::new("rollout_regressions", store, schema(), |as_of: AsOf| {
+pub(crate) fn function(store: Arc<Store>) -> AsOfFunction {
+    super::fold::function("rollout_regressions", store, schema(), |as_of: AsOf| {
         Arc::new(move |store, cluster, emit| {
             for r in rollout::regressions(store, None, &as_of)? {
                 if cluster.is_some_and(|c| c != r.cluster) {

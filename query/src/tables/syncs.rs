@@ -17,7 +17,7 @@ use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::prelude::{col, lit, SessionContext};
 
-use super::events::sidecar::SidecarTable;
+use super::events::sidecar;
 use crate::QueryError;
 
 /// The view's columns, as expressions over the sidecar's.
@@ -45,7 +45,7 @@ const COLUMNS: [&str; 19] = [
 
 /// Registers `syncs` in `ctx`.
 pub fn register(ctx: &SessionContext, store: Arc<Store>) -> Result<(), QueryError> {
-    let source = provider_as_source(Arc::new(SidecarTable::new(store)));
+    let source = provider_as_source(Arc::new(sidecar::table(store)));
     let plan = LogicalPlanBuilder::scan("sidecar", source, None)?.build()?;
     let view = DataFrame::new(ctx.state(), plan)
         .filter(col("type").eq(lit("app.sync")))?

@@ -26,16 +26,14 @@ use std::sync::Arc;
 
 use annal_store::columns::COLUMNS;
 use annal_store::Store;
-use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::catalog::Session;
-use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 
+use super::adapter::{Scan, Source, Table};
 use super::estimated::Estimated;
 use crate::tables::pushdown::EventBounds;
 use chunks::ChunkScan;
@@ -48,25 +46,22 @@ use chunks::ChunkScan;
 const INDEX_SELECTIVITY: u64 = 256;
 
 /// The `events` table over a store.
-pub struct EventsTable {
-    store: Arc<Store>,
-    schema: SchemaRef,
-}
-
-impl std::fmt::Debug for EventsTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventsTable").finish_non_exhaustive()
-    }
-}
+pub type EventsTable = Table<Events>;
 
 impl EventsTable {
     /// The table over `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        EventsTable {
+        Table::of(Events {
             store,
             schema: events_schema(),
-        }
+        })
     }
+}
+
+/// What is particular to the `events` table.
+pub struct Events {
+    store: Arc<Store>,
+    schema: SchemaRef,
 }
 
 /// The columns, in order.
@@ -96,37 +91,24 @@ pub fn events_schema() -> SchemaRef {
     ]))
 }
 
-#[async_trait]
-impl TableProvider for EventsTable {
+impl Source for Events {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
 
-    fn table_type(&self) -> TableType {
-        TableType::Base
+    fn pushdown(&self, filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+        EventBounds::pushdown(filters)
     }
 
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&Expr],
-    ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(EventBounds::pushdown(filters))
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let columns: Vec<usize> = match projection {
-            Some(p) => p.clone(),
-            None => (0..self.schema.fields().len()).collect(),
-        };
-        let schema = Arc::new(self.schema.project(&columns)?);
+    fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
+        let Scan {
+            columns,
+            schema,
+            filters,
+            limit,
+            partitions: parts,
+        } = scan;
         let bounds = EventBounds::from_filters(filters);
-        let parts = state.config().target_partitions().max(1);
         let names = self.schema.fields();
         // Where each column is in the sidecar (`None`: `id` or `data`,
         // which only the leaves have).
