@@ -17,13 +17,10 @@ use crate::util::*;
 
 const OLD: &str = "system:serviceaccount:argocd:argocd-application-controller";
 
+/// An event at `time` (HH:MM) on 2026-11-01.
 fn ev(id: &str, kind: &str, time: &str, cluster: Option<&str>, data: Value) -> Value {
-    let mut e = json!({"schema": "annal.event/v1", "id": id, "type": kind,
-                       "time": format!("2026-11-01T{time}:00Z"), "data": data});
-    if let Some(c) = cluster {
-        e["cluster"] = json!(c);
-    }
-    e
+    let time = format!("2026-11-01T{time}:00Z");
+    event(id, kind, &time, cluster, Value::Null, data)
 }
 
 fn sync(cluster: &str, revision: &str, time: &str, phase: &str) -> Value {
@@ -157,12 +154,7 @@ fn drill() -> Ledger {
     late["actor"] = json!({"principal": OLD});
     events.push(late);
 
-    let l = Ledger::new();
-    let text: Vec<String> = events.iter().map(Value::to_string).collect();
-    let f = l.file("drill.jsonl", &(text.join("\n") + "\n"));
-    let out = l.run(&["ingest", path_str(&f)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    l
+    ledger_with(&events)
 }
 
 const AT: &str = "2026-11-01T07:00:00Z";

@@ -5,31 +5,19 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-fn event(
+/// A completed `audit.request` on `cluster` by `actor`.
+fn audit(
     id: &str,
-    kind: &str,
     time: &str,
-    cluster: Option<&str>,
+    cluster: &str,
     actor: Value,
-    data: Value,
-) -> String {
-    let mut e =
-        json!({"schema": "annal.event/v1", "id": id, "type": kind, "time": time, "data": data});
-    if let Some(c) = cluster {
-        e["cluster"] = json!(c);
-    }
-    if !actor.is_null() {
-        e["actor"] = actor;
-    }
-    e.to_string()
-}
-
-fn ingest(lines: &[String]) -> Ledger {
-    let l = Ledger::new();
-    let f = l.file("events.jsonl", &(lines.join("\n") + "\n"));
-    let out = l.run(&["ingest", path_str(&f)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    l
+    audit_id: &str,
+    verb: &str,
+    code: u16,
+) -> Value {
+    let data =
+        json!({"audit_id": audit_id, "stage": "ResponseComplete", "verb": verb, "code": code});
+    event(id, "audit.request", time, Some(cluster), actor, data)
 }
 
 fn ids(v: &Value) -> Vec<&str> {
@@ -53,7 +41,7 @@ fn registry() -> Ledger {
             json!({"environment": "prod", "attributes": {"wave": wave}, "api_server": "https://10.1.2.3:6443"}),
         )
     };
-    ingest(&[
+    ledger_with(&[
         register("canary", "0"),
         register("batch-a", "1"),
         register("batch-b", "1"),
@@ -207,40 +195,44 @@ fn fence_check_finds_late_writes_unrevoked_and_revoked_credentials() {
         // After the fence: a late write by the old principal, one refused
         // write (the fence working), one read, and someone using the
         // revoked credential.
-        event(
+        audit(
             "late-write",
-            "audit.request",
             "2026-11-01T10:30:00Z",
-            Some("batch-a"),
+            "batch-a",
             json!({"principal": "system:serviceaccount:argocd:old"}),
-            json!({"audit_id": "a1", "stage": "ResponseComplete", "verb": "patch", "code": 200}),
+            "a1",
+            "patch",
+            200,
         ),
-        event(
+        audit(
             "refused",
-            "audit.request",
             "2026-11-01T10:31:00Z",
-            Some("batch-a"),
+            "batch-a",
             json!({"principal": "system:serviceaccount:argocd:old"}),
-            json!({"audit_id": "a2", "stage": "ResponseComplete", "verb": "patch", "code": 403}),
+            "a2",
+            "patch",
+            403,
         ),
-        event(
+        audit(
             "read",
-            "audit.request",
             "2026-11-01T10:32:00Z",
-            Some("batch-a"),
+            "batch-a",
             json!({"principal": "system:serviceaccount:argocd:old"}),
-            json!({"audit_id": "a3", "stage": "ResponseComplete", "verb": "get", "code": 200}),
+            "a3",
+            "get",
+            200,
         ),
-        event(
+        audit(
             "stolen",
-            "audit.request",
             "2026-11-01T11:00:00Z",
-            Some("canary"),
+            "canary",
             json!({"principal": "someone", "credential": "blake3:aaaa"}),
-            json!({"audit_id": "a4", "stage": "ResponseComplete", "verb": "get", "code": 200}),
+            "a4",
+            "get",
+            200,
         ),
     ];
-    let l = ingest(&lines);
+    let l = ledger_with(&lines);
     let (code, r) = l.json(&[
         "fence",
         "check",
@@ -320,7 +312,7 @@ fn backup_check_catches_a_shrunken_export_and_a_missing_app() {
             json!({"app": format!("argocd:{a}")}),
         )
     };
-    let l = ingest(&[
+    let l = ledger_with(&[
         declare("web"),
         declare("api"),
         declare("db"),

@@ -7,11 +7,10 @@
 //! `tansu` on the PATH). Without one these tests say so and pass, unless
 //! `ANNAL_REQUIRE_KAFKA=1` (set by `scripts/test.sh`), when they fail.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
@@ -177,9 +176,7 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 /// One `annal serve` consuming a topic; its stderr is kept for assertions.
 struct Consumer {
-    child: Killed,
-    addr: String,
-    log: Arc<Mutex<Vec<String>>>,
+    server: Server,
     broker_log: Arc<tempfile::NamedTempFile>,
 }
 
@@ -198,9 +195,6 @@ impl Consumer {
         let session_timeout = format!("session.timeout.ms={}", SESSION_TIMEOUT.as_millis());
         let address = broker.address();
         let mut args = vec![
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
             "--kafka-brokers",
             &address,
             "--kafka-topic",
@@ -217,54 +211,29 @@ impl Consumer {
             "max.poll.interval.ms=20000",
         ];
         args.extend_from_slice(more);
-        let mut command = l.command(&args);
-        let mut child = Killed(
-            command
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-        let (addr, read) = read_to_address(&mut stderr, "http");
-        let log = Arc::new(Mutex::new(
-            read.lines().map(str::to_string).collect::<Vec<_>>(),
-        ));
-        let lines = stderr.lines();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
         Consumer {
-            child,
-            addr,
-            log,
+            server: Server::start(l, &args),
             broker_log: broker.log.clone(),
         }
     }
 
+    /// The server's stderr so far, line by line.
+    fn lines(&self) -> Vec<String> {
+        self.server.log().lines().map(str::to_string).collect()
+    }
+
     fn get(&self, path: &str) -> String {
-        http(&self.addr, "GET", path, "")
+        ok(self.server.request("GET", path, None, ""))
     }
 
     fn metric(&self, name: &str) -> u64 {
-        let text = self.get("/metrics");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
+        self.server.metric(name)
     }
 
     /// Events in this instance's ledger (over its SQL API).
     fn count(&self, filter: &str) -> u64 {
-        let body = http(
-            &self.addr,
-            "POST",
-            "/v1/sql",
-            &format!("SELECT count(*) AS n FROM events {filter}"),
-        );
+        let query = format!("SELECT count(*) AS n FROM events {filter}");
+        let body = ok(self.server.request("POST", "/v1/sql", None, &query));
         let doc: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
         doc["rows"][0]["n"]
             .as_u64()
@@ -278,7 +247,7 @@ impl Consumer {
             assert!(
                 started.elapsed() < Duration::from_secs(180),
                 "timed out waiting for {what}; log:\n{}\nmetrics:\n{}\nbroker log (tail):\n{}",
-                self.log.lock().unwrap().join("\n"),
+                self.server.log(),
                 self.get("/metrics"),
                 tail(self.broker_log.path())
             );
@@ -288,33 +257,15 @@ impl Consumer {
 
     /// SIGTERM, then the exit status.
     fn terminate(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        let term = Command::new("kill")
-            .args(["-TERM", &self.child.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(term.success());
-        let status = self.child.0.wait().unwrap();
-        let log = self.log.lock().unwrap().clone();
-        (status, log)
+        let status = self.server.terminate();
+        (status, self.lines())
     }
 }
 
-/// One HTTP/1.1 request; returns the body.
-fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert_eq!(&response[9..12], "200", "{method} {path}: {response}");
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
+/// The body of a 200 answer (anything else fails the test).
+fn ok((status, body): (u16, String)) -> String {
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 /// Envelope `i` of a stream, on partition `i % 3`.
@@ -361,10 +312,9 @@ fn sigkills_mid_consumption_lose_and_duplicate_nothing() {
             0,
             "run {kill} was not delivered some offsets"
         );
-        let Consumer { mut child, log, .. } = c;
-        child.0.kill().unwrap();
-        child.0.wait().unwrap();
-        resumed.push(log.lock().unwrap().clone());
+        let mut c = c;
+        c.server.kill();
+        resumed.push(c.lines());
     }
     // Every restart resumed from the ledger's offsets (the first run may
     // have read only some partitions), never going back.
@@ -476,7 +426,7 @@ fn consume_until(
         let stall = format!(
             "stall {}: no message consumed for 60 s after {seen}; log:\n{}\nbroker log (tail):\n{}",
             stalls.len() + 1,
-            c.log.lock().unwrap().join("\n"),
+            c.server.log(),
             tail(c.broker_log.path())
         );
         eprintln!("{stall}");
@@ -486,9 +436,8 @@ fn consume_until(
             "the consumer stalled too often:\n{}",
             stalls.join("\n\n")
         );
-        let Consumer { mut child, .. } = c;
-        child.0.kill().unwrap();
-        child.0.wait().unwrap();
+        let mut c = c;
+        c.server.kill();
         // The replacement joins a group whose dead members the broker
         // evicts on that join (Tansu checks sessions only when a request
         // comes), rather than one it must wait on as their follower.
@@ -511,11 +460,7 @@ fn two_instances_in_one_group_split_the_stream_exactly_once() {
     // The second joins mid-stream; the partitions are shared between them.
     let b = Consumer::start(&lb, &broker, "shared", "annal-pair");
     b.wait_for("the second instance's assignment", |b| {
-        b.log
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("assigned shared["))
+        b.server.log().contains("assigned shared[")
     });
     broker.produce("shared", (15_000..30_000).map(|i| message("s", i)));
     b.wait_for("both ledgers to hold the stream", |b| {

@@ -8,10 +8,8 @@
 //! `scripts/test.sh` installs them and sets `ANNAL_REQUIRE_PYTHON=1`, so in
 //! CI a missing module fails instead of skipping.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -241,30 +239,8 @@ fn proofs_verify_independently_and_every_tampered_copy_fails() {
     let from_cli = proof(&l, &["inclusion", "--index", "21"]);
     let consistency_cli = proof(&l, &["consistency", "--from", "37"]);
     let latest = std::fs::read_to_string(l.data().join("checkpoint")).unwrap();
-    let mut child = Killed(
-        l.command(&["serve", "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut log = BufReader::new(child.0.stderr.take().unwrap());
-    let mut first = String::new();
-    log.read_line(&mut first).unwrap();
-    let addr = served_address(&first, "http");
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    let get = |path: &str| -> (u16, String) {
-        let mut s = TcpStream::connect(&addr).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut r = String::new();
-        s.read_to_string(&mut r).unwrap();
-        let status = r[9..12].parse().unwrap();
-        (status, r.split_once("\r\n\r\n").unwrap().1.to_string())
-    };
+    let server = Server::start(&l, &[]);
+    let get = |path: &str| -> (u16, String) { server.request("GET", path, None, "") };
     assert_eq!(get("/v1/checkpoint"), (200, latest));
     let (status, body) = get("/v1/proof/inclusion?index=21");
     assert_eq!(status, 200, "{body}");

@@ -56,11 +56,7 @@ fn ledger() -> Ledger {
         ),
         live("api", "v1", "ConfigMap", "not-ours", json!({})),
     ];
-    let l = Ledger::new();
-    let f = l.file("live.jsonl", &(lines.join("\n") + "\n"));
-    let out = l.run(&["ingest", path_str(&f)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    l
+    ledger_with(&lines)
 }
 
 fn manifest(kind: &str, api_version: &str, name: &str) -> String {

@@ -13,11 +13,9 @@ use crate::util::*;
 /// Two clusters over 10:00–12:00: a Deployment owned by argocd:shop from
 /// 10:30 on c1, a sync on each cluster, and rising throttling on c1.
 fn ledger() -> Ledger {
-    let l = Ledger::new();
     let e = |id: &str, t: &str, hhmm: &str, cluster: &str, data: Value| {
-        json!({"schema": "annal.event/v1", "id": id, "type": t,
-            "time": format!("2026-11-01T{hhmm}:00Z"), "cluster": cluster, "data": data})
-        .to_string()
+        let time = format!("2026-11-01T{hhmm}:00Z");
+        event(id, t, &time, Some(cluster), Value::Null, data)
     };
     let lines = [
         e(
@@ -82,10 +80,7 @@ fn ledger() -> Ledger {
             json!({"controller": "argocd", "window_seconds": 60.0, "api_requests": 600, "api_throttled": 24, "queue_age_seconds": 900.0}),
         ),
     ];
-    let path = l.file("events.jsonl", &(lines.join("\n") + "\n"));
-    let out = l.run(&["ingest", path_str(&path)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    l
+    ledger_with(&lines)
 }
 
 const WINDOW: [&str; 4] = [

@@ -2,9 +2,8 @@
 //! matrix, 413 and 400, and a Kubernetes audit `EventList` as a
 //! kube-apiserver webhook backend sends it.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 
 use serde_json::{json, Value};
 
@@ -13,62 +12,19 @@ use crate::util::*;
 const INGEST: &str = "ingest-0123456789abcdef";
 const READ: &str = "read-0123456789abcdef";
 
-/// One request; returns (status, headers and body).
-fn request(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    (response[9..12].parse().unwrap(), response)
-}
-
-fn body_json(response: &str) -> Value {
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or("");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {response}"))
-}
-
-fn serve(l: &Ledger, extra: &[&str]) -> (Killed, String) {
+/// `annal serve --tokens` (an ingest and a read token) with `extra`.
+fn serve(l: &Ledger, extra: &[&str]) -> Server {
     let tokens = l.file("tokens", &format!("ingest {INGEST}\nread {READ}\n"));
-    let mut args = vec![
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--tokens",
-        path_str(&tokens),
-    ];
+    let mut args = vec!["--tokens", path_str(&tokens)];
     args.extend_from_slice(extra);
-    let mut child = Killed(
-        l.command(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut log = BufReader::new(child.0.stderr.take().unwrap());
-    let mut line = String::new();
-    log.read_line(&mut line).unwrap();
-    // Keep reading the server's stderr, so its last words on shutdown do
-    // not meet a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    let addr = served_address(&line, "http");
-    (child, addr)
+    Server::start(l, &args)
 }
 
 #[test]
 fn ingest_over_http_checks_tokens_roles_sizes_and_bodies() {
     let l = Ledger::new();
-    let (_server, addr) = serve(&l, &["--max-body-bytes", "100000"]);
+    let server = serve(&l, &["--max-body-bytes", "100000"]);
+    let addr = server.addr.clone();
     let events = envelopes("h", 3);
 
     // Health needs no token; everything under /v1/ does.
@@ -193,18 +149,11 @@ fn tokens_files_are_checked_before_serving() {
     assert!(stderr(&out).contains("tokens:1"), "{}", stderr(&out));
 }
 
-fn metric(addr: &str, name: &str) -> u64 {
-    let (_, r) = request(addr, "GET", "/metrics", None, "");
-    r.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {r}"))
-}
-
 #[test]
 fn a_saturated_ingest_queue_answers_429_and_metrics_count_it() {
     let l = Ledger::new();
-    let (_server, addr) = serve(&l, &["--max-in-flight", "1"]);
+    let server = serve(&l, &["--max-in-flight", "1"]);
+    let addr = server.addr.clone();
     // A sender that announces a body and sends one byte of it holds the
     // only slot until it goes away.
     let mut slow = TcpStream::connect(&addr).unwrap();
@@ -214,14 +163,11 @@ fn a_saturated_ingest_queue_answers_429_and_metrics_count_it() {
     )
     .unwrap();
     slow.flush().unwrap();
-    let started = std::time::Instant::now();
-    while metric(&addr, "annal_ingest_queue_depth") != 1 {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the slow request never took the slot"
-        );
-        std::thread::yield_now();
-    }
+    server.wait_for_metric(
+        "annal_ingest_queue_depth",
+        1,
+        "the slow request never took the slot",
+    );
     let (status, r) = request(
         &addr,
         "POST",
@@ -231,16 +177,10 @@ fn a_saturated_ingest_queue_answers_429_and_metrics_count_it() {
     );
     assert_eq!(status, 429, "{r}");
     assert!(r.to_ascii_lowercase().contains("retry-after: 1"), "{r}");
-    assert_eq!(metric(&addr, "annal_ingest_refused_total"), 1);
+    assert_eq!(server.metric("annal_ingest_refused_total"), 1);
 
     drop(slow);
-    while metric(&addr, "annal_ingest_queue_depth") != 0 {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the slot was never released"
-        );
-        std::thread::yield_now();
-    }
+    server.wait_for_metric("annal_ingest_queue_depth", 0, "the slot was never released");
     let (status, _) = request(
         &addr,
         "POST",
@@ -249,34 +189,16 @@ fn a_saturated_ingest_queue_answers_429_and_metrics_count_it() {
         &envelopes("q", 2),
     );
     assert_eq!(status, 200);
-    assert_eq!(metric(&addr, "annal_ingest_appended_total"), 2);
-    assert_eq!(metric(&addr, "annal_ingest_commit_seconds_count"), 1);
+    assert_eq!(server.metric("annal_ingest_appended_total"), 2);
+    assert_eq!(server.metric("annal_ingest_commit_seconds_count"), 1);
     assert_eq!(request(&addr, "GET", "/readyz", None, "").0, 200);
 }
 
 #[test]
 fn serve_demo_starts_a_newcomer_with_the_examples_and_an_api() {
     let l = Ledger::empty();
-    let mut child = Killed(
-        l.command(&["serve", "--demo", "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut log = BufReader::new(child.0.stderr.take().unwrap());
-    let mut addr = None;
-    for _ in 0..10 {
-        let mut line = String::new();
-        if log.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(rest) = line.split("http://").nth(1) {
-            addr = rest.split_whitespace().next().map(str::to_string);
-            break;
-        }
-    }
-    let addr = addr.expect("serve --demo printed no address");
+    let server = Server::start(&l, &["--demo"]);
+    let addr = server.addr.clone();
     let (status, r) = request(
         &addr,
         "GET",
@@ -291,7 +213,8 @@ fn serve_demo_starts_a_newcomer_with_the_examples_and_an_api() {
 #[test]
 fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
     let l = Ledger::new();
-    let (mut server, addr) = serve(&l, &[]);
+    let mut server = serve(&l, &[]);
+    let addr = server.addr.clone();
     let body = envelopes("drain", 5);
     let (head, tail) = body.split_at(10);
     let mut slow = TcpStream::connect(&addr).unwrap();
@@ -302,19 +225,8 @@ fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
     )
     .unwrap();
     slow.flush().unwrap();
-    let started = std::time::Instant::now();
-    while metric(&addr, "annal_ingest_queue_depth") != 1 {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the request never started"
-        );
-        std::thread::yield_now();
-    }
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
+    server.wait_for_metric("annal_ingest_queue_depth", 1, "the request never started");
+    server.sigterm();
     // The rest of the body arrives after SIGTERM: the request still commits
     // and is answered, then the server exits cleanly.
     slow.write_all(tail.as_bytes()).unwrap();
@@ -322,7 +234,7 @@ fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
     slow.read_to_string(&mut response).unwrap();
     assert_eq!(&response[9..12], "200", "{response}");
     assert_eq!(body_json(&response)["appended"], 5);
-    let status = server.0.wait().unwrap();
+    let status = server.child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert_eq!(l.size(), 5, "the acknowledged events are in the ledger");
 }
@@ -332,7 +244,8 @@ fn sigterm_lets_an_ingest_in_flight_commit_before_exit() {
 #[test]
 fn argocd_notification_webhooks_record_the_application_once() {
     let l = Ledger::new();
-    let (_server, addr) = serve(&l, &[]);
+    let server = serve(&l, &[]);
+    let addr = server.addr.clone();
     let app = json!({
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",

@@ -8,9 +8,7 @@ use crate::util::*;
 const T: &str = "2026-11-01T12:00:00Z";
 
 fn event(id: &str, kind: &str, time: &str, data: Value) -> String {
-    json!({"schema": "annal.event/v1", "id": id, "type": kind, "time": time,
-           "cluster": "canary", "data": data})
-    .to_string()
+    crate::util::event(id, kind, time, Some("canary"), Value::Null, data).to_string()
 }
 
 /// An object version (event id `obs-<name>`): `tracking` is the Argo CD
@@ -48,6 +46,14 @@ fn object(
             "name": name, "namespace": "web", "uid": format!("uid-{name}"), "resourceVersion": "7",
             "labels": labels, "annotations": annotations, "managedFields": managed}}),
     )
+}
+
+/// An `app.sync` of `argocd:web` to `revision`, recorded when it finished.
+fn sync(id: &str, revision: &str, phase: &str, started: &str, finished: &str) -> String {
+    let data = json!({"app": "argocd:web", "controller": "argocd-application-controller",
+                      "revision": revision, "phase": phase, "started_at": started,
+                      "finished_at": finished, "prune": false, "dry_run": false});
+    event(id, "app.sync", finished, data)
 }
 
 fn inventory(id: &str, time: &str, revision: &str, names: &[(&str, &str, &str)]) -> String {
@@ -133,13 +139,12 @@ fn ledger() -> Ledger {
             json!({}),
             vec![],
         ),
-        event(
+        sync(
             "sync-b",
-            "app.sync",
+            "B",
+            "Succeeded",
+            "2026-11-01T08:59:00Z",
             "2026-11-01T09:00:00Z",
-            json!({"app": "argocd:web", "controller": "argocd-application-controller", "revision": "B",
-                   "phase": "Succeeded", "started_at": "2026-11-01T08:59:00Z",
-                   "finished_at": "2026-11-01T09:00:00Z", "prune": false, "dry_run": false}),
         ),
         event(
             "health-b",
@@ -160,13 +165,12 @@ fn ledger() -> Ledger {
                 ("", "ConfigMap", "web-gone"),
             ],
         ),
-        event(
+        sync(
             "sync-c",
-            "app.sync",
+            "C",
+            "Failed",
+            "2026-11-01T10:59:00Z",
             "2026-11-01T11:00:00Z",
-            json!({"app": "argocd:web", "controller": "argocd-application-controller", "revision": "C",
-                   "phase": "Failed", "started_at": "2026-11-01T10:59:00Z",
-                   "finished_at": "2026-11-01T11:00:00Z", "prune": false, "dry_run": false}),
         ),
         inventory(
             "inv-c",
@@ -181,11 +185,7 @@ fn ledger() -> Ledger {
             ],
         ),
     ];
-    let l = Ledger::new();
-    let f = l.file("drill.jsonl", &(lines.join("\n") + "\n"));
-    let out = l.run(&["ingest", path_str(&f)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    l
+    ledger_with(&lines)
 }
 
 fn classes(plan: &Value) -> Vec<(String, String, Vec<String>)> {

@@ -2,9 +2,8 @@
 //! self-signed certificate, a client that trusts only that certificate,
 //! tokens checked inside TLS, and plain HTTP refused on the TLS port.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
@@ -35,27 +34,12 @@ fn https(
     let name = ServerName::try_from("localhost").unwrap();
     let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
     let mut tls = rustls::StreamOwned::new(conn, TcpStream::connect(addr).unwrap());
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        tls,
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    let text = request_text("localhost", method, path, token, None, body);
+    tls.write_all(text.as_bytes()).unwrap();
     let mut response = String::new();
     // A server may close without close_notify after `Connection: close`.
     let _ = tls.read_to_string(&mut response);
-    let status = response
-        .get(9..12)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    (status_of(&response), body_of(&response))
 }
 
 #[test]
@@ -65,28 +49,18 @@ fn serve_speaks_https_with_the_given_certificate_and_checks_tokens_inside_it() {
     let cert = l.file("cert.pem", &certified.cert.pem());
     let key = l.file("key.pem", &certified.key_pair.serialize_pem());
     let tokens = l.file("tokens", &format!("ingest {INGEST}\n"));
-    let mut child = Killed(
-        l.command(&[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
+    let mut server = Server::start(
+        &l,
+        &[
             "--tokens",
             path_str(&tokens),
             "--tls-cert",
             path_str(&cert),
             "--tls-key",
             path_str(&key),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap(),
+        ],
     );
-    let mut log = BufReader::new(child.0.stderr.take().unwrap());
-    let mut line = String::new();
-    log.read_line(&mut line).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    let addr = served_address(&line, "https");
+    let addr = server.addr.clone();
     let ca = certified.cert.der().to_vec();
 
     assert_eq!(https(&addr, &ca, "GET", "/healthz", None, "").0, 200);
@@ -118,12 +92,7 @@ fn serve_speaks_https_with_the_given_certificate_and_checks_tokens_inside_it() {
         String::from_utf8_lossy(&answer)
     );
 
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    assert!(child.0.wait().unwrap().success());
+    assert!(server.terminate().success());
     assert_eq!(l.size(), 3);
 }
 

@@ -94,6 +94,38 @@ pub fn envelope(id: &str, cluster: &str, n: u64) -> String {
     .to_string()
 }
 
+/// An Envelope v1 event for a scenario: `cluster` `None` for control-plane
+/// events, `actor` `null` for none.
+pub fn event(
+    id: &str,
+    kind: &str,
+    time: &str,
+    cluster: Option<&str>,
+    actor: serde_json::Value,
+    data: serde_json::Value,
+) -> serde_json::Value {
+    let mut e = serde_json::json!({"schema": "annal.event/v1", "id": id, "type": kind,
+                                   "time": time, "data": data});
+    if let Some(c) = cluster {
+        e["cluster"] = serde_json::json!(c);
+    }
+    if !actor.is_null() {
+        e["actor"] = actor;
+    }
+    e
+}
+
+/// A new ledger holding `events` (JSON lines or values), ingested as one
+/// file; any rejection fails the test.
+pub fn ledger_with<T: std::fmt::Display>(events: &[T]) -> Ledger {
+    let l = Ledger::new();
+    let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+    let f = l.file("scenario.jsonl", &text);
+    let out = l.run(&["ingest", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    l
+}
+
 /// `n` valid envelope lines with ids `prefix-0..`.
 pub fn envelopes(prefix: &str, n: u64) -> String {
     let mut text = String::new();
@@ -167,9 +199,15 @@ pub struct Server {
 
 impl Server {
     /// Starts `annal serve --listen 127.0.0.1:0 ARGS` over `ledger` and
-    /// waits for the line that names the address.
+    /// waits for the line that names the address (`https://` when ARGS
+    /// give `--tls-cert`).
     pub fn start(ledger: &Ledger, args: &[&str]) -> Server {
         use std::io::BufRead;
+        let scheme = if args.contains(&"--tls-cert") {
+            "https"
+        } else {
+            "http"
+        };
         let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut child = Killed(
@@ -181,7 +219,7 @@ impl Server {
                 .unwrap(),
         );
         let mut reader = std::io::BufReader::new(child.0.stderr.take().unwrap());
-        let (addr, read) = read_to_address(&mut reader, "http");
+        let (addr, read) = read_to_address(&mut reader, scheme);
         let log = std::sync::Arc::new(std::sync::Mutex::new(read));
         let kept = log.clone();
         std::thread::spawn(move || {
@@ -192,6 +230,46 @@ impl Server {
             }
         });
         Server { child, addr, log }
+    }
+
+    /// Sends SIGTERM (a graceful stop), without waiting.
+    pub fn sigterm(&self) {
+        let term = Command::new("kill")
+            .args(["-TERM", &self.child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(term.success());
+    }
+
+    /// SIGTERM, then the exit status (a clean stop exits 0).
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.sigterm();
+        self.child.0.wait().unwrap()
+    }
+
+    /// SIGKILL, and the process reaped.
+    pub fn kill(&mut self) {
+        self.child.0.kill().unwrap();
+        self.child.0.wait().unwrap();
+    }
+
+    /// The value of a Prometheus counter or gauge on `/metrics`.
+    pub fn metric(&self, name: &str) -> u64 {
+        let (_, text) = self.request("GET", "/metrics", None, "");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    }
+
+    /// Waits until the metric `name` reads `value` (`what` names the
+    /// wait when it runs past 30 s and fails the test).
+    pub fn wait_for_metric(&self, name: &str, value: u64, what: &str) {
+        let started = std::time::Instant::now();
+        while self.metric(name) != value {
+            assert!(started.elapsed().as_secs() < 30, "{what}");
+            std::thread::yield_now();
+        }
     }
 
     /// What the server wrote to stderr so far.
@@ -259,6 +337,73 @@ impl Server {
     }
 }
 
+/// The text of one HTTP/1.1 request that closes its connection.
+pub fn request_text(
+    host: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    content_type: Option<&str>,
+    body: &str,
+) -> String {
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let content_type = content_type
+        .map(|t| format!("Content-Type: {t}\r\n"))
+        .unwrap_or_default();
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{auth}{content_type}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// The status of a whole HTTP/1.1 response (0 when it has none).
+pub fn status_of(response: &str) -> u16 {
+    response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The body of a whole HTTP/1.1 response.
+pub fn body_of(response: &str) -> String {
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// The body of a whole HTTP/1.1 response, as JSON.
+pub fn body_json(response: &str) -> serde_json::Value {
+    serde_json::from_str(&body_of(response))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {response}"))
+}
+
+/// One HTTP/1.1 request to `addr` without a content type: (status, the
+/// whole response, headers included).
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
+    exchange(addr, &request_text(addr, method, path, token, None, body))
+}
+
+/// Sends `text` to `addr` and reads the whole response: (status, it).
+pub fn exchange(addr: &str, text: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.write_all(text.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = status_of(&response);
+    assert_ne!(status, 0, "no HTTP status in {response:?}");
+    (status, response)
+}
+
 /// One HTTP/1.1 request to `addr`: (status, body).
 pub fn http(
     addr: &str,
@@ -268,28 +413,9 @@ pub fn http(
     content_type: &str,
     body: &str,
 ) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response
-        .get(9..12)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let text = request_text(addr, method, path, token, Some(content_type), body);
+    let (status, response) = exchange(addr, &text);
+    (status, body_of(&response))
 }
 
 /// Copies a directory tree (a ledger, a fixture).
