@@ -15,16 +15,17 @@ use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{Partitioning, PhysicalExpr};
 use datafusion::physical_plan::metrics::Time;
 use datafusion::physical_plan::repartition::BatchPartitioner;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+use datafusion::physical_plan::ExecutionPlan;
+use tokio::sync::mpsc::Sender;
 
 use super::estimated::Estimated;
+use super::stream::Partition;
 
 use crate::tables::pushdown::EventBounds;
 use crate::QueryError;
@@ -94,12 +95,11 @@ pub(crate) fn plan(
     let parts: Vec<Arc<dyn PartitionStream>> = dealt
         .into_iter()
         .map(|clusters| {
-            Arc::new(ClusterScan {
-                store: store.clone(),
-                clusters,
-                schema: schema.clone(),
-                produce: produce.clone(),
-            }) as Arc<dyn PartitionStream>
+            let label = format!("ClusterScan {{ clusters: {} }}", clusters.len());
+            let (store, produce) = (store.clone(), produce.clone());
+            Partition::of(schema.clone(), label, move |tx| {
+                send_clusters(&store, &clusters, &produce, tx)
+            })
         })
         .collect();
     let scan = Arc::new(StreamingTableExec::try_new(
@@ -152,51 +152,31 @@ fn by_hash(
     Ok(Some((dealt, Partitioning::Hash(vec![on], n))))
 }
 
-/// One partition: its share of the clusters.
-struct ClusterScan {
-    store: Arc<Store>,
-    clusters: Vec<String>,
-    schema: SchemaRef,
-    produce: Producer,
-}
-
-impl std::fmt::Debug for ClusterScan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClusterScan")
-            .field("clusters", &self.clusters.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartitionStream for ClusterScan {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let store = self.store.clone();
-        let clusters = self.clusters.clone();
-        let produce = self.produce.clone();
-        super::stream::blocking(self.schema.clone(), move |tx| {
-            let fail = |e: QueryError| {
-                let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
-            };
-            for cluster in clusters {
-                let batches = match produce(&store, &cluster) {
-                    Ok(b) => b,
-                    Err(e) => return fail(e),
-                };
-                for batch in batches {
-                    let mut offset = 0;
-                    while offset < batch.num_rows() {
-                        let len = BATCH_ROWS.min(batch.num_rows() - offset);
-                        if tx.blocking_send(Ok(batch.slice(offset, len))).is_err() {
-                            return;
-                        }
-                        offset += len;
-                    }
+/// Sends the batches of `clusters`, one cluster at a time, sliced to
+/// [`BATCH_ROWS`]; a failing cluster ends the partition with its error.
+fn send_clusters(
+    store: &Store,
+    clusters: &[String],
+    produce: &Producer,
+    tx: &Sender<Result<RecordBatch>>,
+) {
+    let fail = |e: QueryError| {
+        let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+    };
+    for cluster in clusters {
+        let batches = match produce(store, cluster) {
+            Ok(b) => b,
+            Err(e) => return fail(e),
+        };
+        for batch in batches {
+            let mut offset = 0;
+            while offset < batch.num_rows() {
+                let len = BATCH_ROWS.min(batch.num_rows() - offset);
+                if tx.blocking_send(Ok(batch.slice(offset, len))).is_err() {
+                    return;
                 }
+                offset += len;
             }
-        })
+        }
     }
 }

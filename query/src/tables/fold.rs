@@ -13,14 +13,15 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::json::ReaderBuilder;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+use datafusion::physical_plan::streaming::StreamingTableExec;
+use datafusion::physical_plan::ExecutionPlan;
 use serde_json::Value;
+use tokio::sync::mpsc::Sender;
 
 use super::adapter::{Scan, Source, Table};
 use super::args::AsOfFunction;
+use super::stream::Partition;
 use crate::asof::inventory::AsOf;
 use crate::tables::pushdown::EventBounds;
 use crate::QueryError;
@@ -65,17 +66,20 @@ impl Source for Fold {
     }
 
     fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
-        let partition = FoldScan {
-            store: self.store.clone(),
-            full: self.schema.clone(),
-            schema: scan.schema.clone(),
-            columns: scan.columns,
-            cluster: EventBounds::from_filters(scan.filters).cluster,
-            produce: self.produce.clone(),
-        };
+        let cluster = EventBounds::from_filters(scan.filters).cluster;
+        let label = format!("FoldScan {{ cluster: {cluster:?} }}");
+        let (store, full, produce) = (
+            self.store.clone(),
+            self.schema.clone(),
+            self.produce.clone(),
+        );
+        let columns = scan.columns;
+        let partition = Partition::of(scan.schema.clone(), label, move |tx| {
+            send_rows(&store, &full, &columns, cluster.as_deref(), &produce, tx)
+        });
         Ok(Arc::new(StreamingTableExec::try_new(
             scan.schema,
-            vec![Arc::new(partition)],
+            vec![partition],
             None,
             vec![],
             false,
@@ -84,59 +88,39 @@ impl Source for Fold {
     }
 }
 
-struct FoldScan {
-    store: Arc<Store>,
-    full: SchemaRef,
-    schema: SchemaRef,
-    columns: Vec<usize>,
-    cluster: Option<String>,
-    produce: Producer,
-}
-
-impl std::fmt::Debug for FoldScan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FoldScan")
-            .field("cluster", &self.cluster)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartitionStream for FoldScan {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let store = self.store.clone();
-        let full = self.full.clone();
-        let columns = self.columns.clone();
-        let cluster = self.cluster.clone();
-        let produce = self.produce.clone();
-        super::stream::blocking(self.schema.clone(), move |tx| {
-            let mut rows = Vec::with_capacity(BATCH_ROWS);
-            let send = |rows: &mut Vec<Value>| -> bool {
-                let batch = to_batch(&full, rows).and_then(|b| Ok(b.project(&columns)?));
-                rows.clear();
-                tx.blocking_send(batch).is_ok()
-            };
-            let mut open = true;
-            let result = produce(&store, cluster.as_deref(), &mut |row| {
-                rows.push(row);
-                if rows.len() == BATCH_ROWS {
-                    open = send(&mut rows);
-                }
-                open
-            });
-            match result {
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
-                }
-                Ok(()) if open && !rows.is_empty() => {
-                    send(&mut rows);
-                }
-                Ok(()) => {}
-            }
-        })
+/// Sends the rows `produce` emits (for `cluster` when given) in batches of
+/// [`BATCH_ROWS`], projected to `columns` of `full`; stops when nobody
+/// reads any more, and ends with the producer's error if it fails.
+fn send_rows(
+    store: &Store,
+    full: &SchemaRef,
+    columns: &[usize],
+    cluster: Option<&str>,
+    produce: &Producer,
+    tx: &Sender<Result<RecordBatch>>,
+) {
+    let mut rows = Vec::with_capacity(BATCH_ROWS);
+    let send = |rows: &mut Vec<Value>| -> bool {
+        let batch = to_batch(full, rows).and_then(|b| Ok(b.project(columns)?));
+        rows.clear();
+        tx.blocking_send(batch).is_ok()
+    };
+    let mut open = true;
+    let result = produce(store, cluster, &mut |row| {
+        rows.push(row);
+        if rows.len() == BATCH_ROWS {
+            open = send(&mut rows);
+        }
+        open
+    });
+    match result {
+        Err(e) => {
+            let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+        }
+        Ok(()) if open && !rows.is_empty() => {
+            send(&mut rows);
+        }
+        Ok(()) => {}
     }
 }
 

@@ -18,7 +18,7 @@ use datafusion::physical_plan::SendableRecordBatchStream;
 use tokio::sync::mpsc::Sender;
 
 use super::floors::KeyFloors;
-use super::named::NamedPart;
+use super::named;
 use crate::tables::pushdown::EventBounds;
 
 /// What a sidecar scan reads.
@@ -154,15 +154,15 @@ impl ChunkScan {
         self.dealt()
             .into_iter()
             .map(|Dealt { chunks, tail }| {
-                Arc::new(NamedPart {
-                    store: self.store.clone(),
+                named::partition(
+                    self.store.clone(),
                     chunks,
                     tail,
-                    bounds: self.bounds.clone(),
-                    columns: columns.to_vec(),
-                    schema: self.schema.clone(),
+                    &self.bounds,
+                    columns.to_vec(),
+                    &self.schema,
                     limit,
-                }) as Arc<dyn PartitionStream>
+                )
             })
             .collect()
     }

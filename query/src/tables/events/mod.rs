@@ -28,13 +28,13 @@ use annal_store::columns::COLUMNS;
 use annal_store::Store;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::Result;
-use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+use datafusion::physical_plan::ExecutionPlan;
 
 use super::adapter::{Scan, Source, Table};
 use super::estimated::Estimated;
+use super::stream::Partition;
 use crate::tables::pushdown::EventBounds;
 use chunks::ChunkScan;
 
@@ -151,14 +151,10 @@ impl Source for Events {
                     0 => self.store.size(),
                     _ => chunks.matching_in_indexes() + tail,
                 };
-                let scan = EventScan {
-                    store: self.store.clone(),
-                    bounds,
-                    columns,
-                    schema: schema.clone(),
-                    limit,
-                };
-                (vec![Arc::new(scan)], rows)
+                (
+                    vec![indexed(&self.store, bounds, columns, &schema, limit)],
+                    rows,
+                )
             }
         };
         let rows = limit.map_or(rows, |l| rows.min(l as u64));
@@ -167,48 +163,31 @@ impl Source for Events {
     }
 }
 
-/// A scan of the leaves through the store's indexes.
-struct EventScan {
-    store: Arc<Store>,
+/// A scan of the leaves through the store's indexes, as one partition.
+fn indexed(
+    store: &Arc<Store>,
     bounds: EventBounds,
     columns: Vec<usize>,
-    schema: SchemaRef,
+    schema: &SchemaRef,
     limit: Option<usize>,
-}
-
-impl std::fmt::Debug for EventScan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventScan")
-            .field("bounds", &self.bounds)
-            .field("columns", &self.columns)
-            .field("limit", &self.limit)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartitionStream for EventScan {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let store = self.store.clone();
-        let filter = self.bounds.to_filter().map(|mut f| {
-            f.limit = self.limit;
-            f
-        });
-        let columns = self.columns.clone();
-        let schema = self.schema.clone();
-        let needles = self.bounds.needles.clone();
-        let types = self.bounds.possible_types();
-        super::stream::blocking(self.schema.clone(), move |tx| {
-            let Some(filter) = filter else {
-                return; // a type no event has
-            };
-            let leaves = crate::events::select_leaves(&store, &filter);
-            let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
-            let types = types.as_deref();
-            leaf_rows::send(leaves, &filter, types, &needles, &columns, &schema, &tx);
-        })
-    }
+) -> Arc<dyn PartitionStream> {
+    let label =
+        format!("EventScan {{ bounds: {bounds:?}, columns: {columns:?}, limit: {limit:?} }}");
+    let store = store.clone();
+    let filter = bounds.to_filter().map(|mut f| {
+        f.limit = limit;
+        f
+    });
+    let needles = bounds.needles.clone();
+    let types = bounds.possible_types();
+    let out = schema.clone();
+    Partition::of(schema.clone(), label, move |tx| {
+        let Some(filter) = &filter else {
+            return; // a type no event has
+        };
+        let leaves = crate::events::select_leaves(&store, filter);
+        let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
+        let types = types.as_deref();
+        leaf_rows::send(leaves, filter, types, &needles, &columns, &out, tx);
+    })
 }

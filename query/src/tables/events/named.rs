@@ -13,84 +13,63 @@ use annal_store::columns::{ChunkBatches, ColumnChunk};
 use annal_store::{RawLeaf, Store, StoreError};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
-use datafusion::execution::TaskContext;
 use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::physical_plan::SendableRecordBatchStream;
 
 use super::leaf_rows;
 use crate::tables::pushdown::EventBounds;
+use crate::tables::stream::Partition;
 
-/// One partition of a named scan.
-pub(super) struct NamedPart {
-    pub(super) store: Arc<Store>,
-    pub(super) chunks: Vec<Arc<ColumnChunk>>,
-    /// Entries past the chunks, read whole.
-    pub(super) tail: Option<(u64, u64)>,
-    pub(super) bounds: EventBounds,
-    /// The projected columns (positions in the `events` schema).
-    pub(super) columns: Vec<usize>,
-    pub(super) schema: SchemaRef,
-    pub(super) limit: Option<usize>,
-}
-
-impl std::fmt::Debug for NamedPart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NamedScan")
-            .field("chunks", &self.chunks.len())
-            .field("tail", &self.tail)
-            .field("bounds", &self.bounds)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartitionStream for NamedPart {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let store = self.store.clone();
-        let chunks = self.chunks.clone();
-        let tail = self.tail;
-        let keep = self.bounds.keep();
-        let filter = self.bounds.to_filter().map(|mut f| {
-            f.limit = self.limit;
-            f
+/// One partition of a named scan: the leaves its `chunks` choose by the
+/// bounds' name hash, then the entries of `tail` (past the chunks) whole;
+/// `columns` are positions in the `events` schema, and it stops at `limit`.
+pub(super) fn partition(
+    store: Arc<Store>,
+    chunks: Vec<Arc<ColumnChunk>>,
+    tail: Option<(u64, u64)>,
+    bounds: &EventBounds,
+    columns: Vec<usize>,
+    schema: &SchemaRef,
+    limit: Option<usize>,
+) -> Arc<dyn PartitionStream> {
+    let label = format!(
+        "NamedScan {{ chunks: {}, tail: {tail:?}, bounds: {bounds:?} }}",
+        chunks.len()
+    );
+    let keep = bounds.keep();
+    let filter = bounds.to_filter().map(|mut f| {
+        f.limit = limit;
+        f
+    });
+    let needles = bounds.needles.clone();
+    let types = bounds.possible_types();
+    let out = schema.clone();
+    Partition::of(schema.clone(), label, move |tx| {
+        let Some(filter) = &filter else {
+            return; // a type no event has
+        };
+        let store = &*store;
+        let chosen = chunks.iter().flat_map(|chunk| {
+            let leaves: Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> =
+                match store.read_column_chunk(chunk, &[0], &keep) {
+                    Ok(Some(batches)) => indexed(store, batches),
+                    // Refused (damaged): every leaf of the chunk.
+                    Ok(None) => store.leaves(chunk.start, chunk.end()),
+                    Err(e) => Box::new(std::iter::once(Err(e))),
+                };
+            leaves
         });
-        let needles = self.bounds.needles.clone();
-        let types = self.bounds.possible_types();
-        let columns = self.columns.clone();
-        let schema = self.schema.clone();
-        super::super::stream::blocking(self.schema.clone(), move |tx| {
-            let Some(filter) = filter else {
-                return; // a type no event has
-            };
-            let store = &*store;
-            let chosen = chunks.iter().flat_map(|chunk| {
-                let leaves: Box<dyn Iterator<Item = Result<RawLeaf, StoreError>> + '_> =
-                    match store.read_column_chunk(chunk, &[0], &keep) {
-                        Ok(Some(batches)) => indexed(store, batches),
-                        // Refused (damaged): every leaf of the chunk.
-                        Ok(None) => store.leaves(chunk.start, chunk.end()),
-                        Err(e) => Box::new(std::iter::once(Err(e))),
-                    };
-                leaves
-            });
-            let rest = tail
-                .into_iter()
-                .flat_map(|(from, to)| store.leaves(from, to));
-            let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
-            leaf_rows::send(
-                chosen.chain(rest),
-                &filter,
-                types.as_deref(),
-                &needles,
-                &columns,
-                &schema,
-                &tx,
-            );
-        })
-    }
+        let rest = tail.iter().flat_map(|&(from, to)| store.leaves(from, to));
+        let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
+        leaf_rows::send(
+            chosen.chain(rest),
+            filter,
+            types.as_deref(),
+            &needles,
+            &columns,
+            &out,
+            tx,
+        );
+    })
 }
 
 /// The leaves of the entries a chunk read kept (its `index` column), in
