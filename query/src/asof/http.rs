@@ -4,15 +4,14 @@
 use std::sync::Arc;
 
 use annal_store::Store;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::asof::inventory::{self, AsOf};
-use crate::error::QueryError;
-use crate::http::request::clocks;
+use crate::http::request::{answer, clocks, params, Params};
 use crate::http::ApiError;
 
 /// The as-of read routes over `store`.
@@ -34,19 +33,18 @@ struct InventoryParams {
 
 async fn inventory(
     State(store): State<Arc<Store>>,
-    params: Result<Query<InventoryParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<Value>>, ApiError> {
-    let Query(p) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    p: Params<InventoryParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
     let (at, known_at) = clocks(&p.at, &p.known_at)?;
-    let rows = tokio::task::spawn_blocking(move || -> Result<Vec<Value>, QueryError> {
+    answer(move || {
         let as_of = AsOf::new(&store, at, known_at)?;
-        Ok(inventory::fleet_at(&store, p.cluster.as_deref(), &as_of)?
+        let rows: Vec<Value> = inventory::fleet_at(&store, p.cluster.as_deref(), &as_of)?
             .into_iter()
             .filter(|r| p.owner.as_ref().is_none_or(|o| r.claims.contains(o)))
             .map(|r| r.to_json())
-            .collect())
+            .collect();
+        Ok((rows, vec![]))
     })
     .await
-    .map_err(|e| ApiError::Internal(e.to_string()))??;
-    Ok(Json(rows))
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -57,18 +57,9 @@ struct TakeoverParams {
 
 async fn takeover_plan(
     State(store): State<Arc<Store>>,
-    params: Result<Query<TakeoverParams>, axum::extract::rejection::QueryRejection>,
+    p: Params<TakeoverParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(p) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let list = |v: &Option<String>| -> Vec<String> {
-        v.as_deref()
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
+    let p = params(p)?;
     let scope = match (list(&p.apps), list(&p.clusters)) {
         (apps, clusters) if apps.is_empty() && !clusters.is_empty() => {
             takeover::Scope::Clusters(clusters)
@@ -86,18 +77,12 @@ async fn takeover_plan(
         normal_managers: list(&p.normal_managers),
     };
     let (at, known_at) = clocks(&p.at, &p.known_at)?;
-    let plan = tokio::task::spawn_blocking(move || -> Result<Value, QueryError> {
-        let as_of = AsOf::new(&store, at, known_at)?;
-        let plan = takeover::plan(&store, &request, &as_of)?;
-        let mut doc = serde_json::to_value(&plan)?;
-        if let Value::Object(map) = &mut doc {
-            map.insert("needs_approval".into(), json!(plan.needs_approval()));
-        }
-        Ok(doc)
+    answer(move || {
+        let plan = takeover::plan(&store, &request, &AsOf::new(&store, at, known_at)?)?;
+        let approval = plan.needs_approval();
+        Ok((plan, vec![("needs_approval", json!(approval))]))
     })
     .await
-    .map_err(|e| ApiError::Internal(e.to_string()))??;
-    Ok(Json(plan))
 }
 
 #[derive(Debug, Deserialize)]

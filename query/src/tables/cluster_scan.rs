@@ -24,6 +24,7 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
 use tokio::sync::mpsc::Sender;
 
+use super::adapter::Scan;
 use super::estimated::Estimated;
 use super::stream::Partition;
 
@@ -69,12 +70,16 @@ pub(crate) fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
 /// on `cluster` meets the same clusters in the same partitions.
 pub(crate) fn plan(
     store: Arc<Store>,
-    schema: SchemaRef,
-    filters: &[Expr],
-    limit: Option<usize>,
-    partitions: usize,
+    scan: Scan<'_>,
     produce: Producer,
 ) -> Result<Arc<dyn ExecutionPlan>> {
+    let Scan {
+        schema,
+        filters,
+        limit,
+        partitions,
+        ..
+    } = scan;
     let clusters = match EventBounds::from_filters(filters).cluster {
         Some(c) => vec![c],
         None => store

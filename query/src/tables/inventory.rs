@@ -63,16 +63,10 @@ impl Source for Live {
     }
 
     fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
-        let Scan {
-            columns,
-            schema: projected,
-            filters,
-            limit,
-            partitions,
-        } = scan;
+        let columns = scan.columns.clone();
         let as_of = self.as_of;
         let listings = Arc::new(std::sync::OnceLock::new());
-        let out = projected.clone();
+        let out = scan.schema.clone();
         let produce: cluster_scan::Producer = Arc::new(move |store: &Store, cluster: &str| {
             // App inventories are read once per scan, on the first cluster.
             let listings = match listings.get() {
@@ -95,13 +89,6 @@ impl Source for Live {
             })?;
             Ok(vec![batch.finish(&columns, &out)?])
         });
-        cluster_scan::plan(
-            self.store.clone(),
-            projected,
-            filters,
-            limit,
-            partitions,
-            produce,
-        )
+        cluster_scan::plan(self.store.clone(), scan, produce)
     }
 }

@@ -77,21 +77,15 @@ impl Source for Objects {
     }
 
     fn scan(&self, scan: Scan<'_>) -> Result<Arc<dyn ExecutionPlan>> {
-        let Scan {
-            columns,
-            schema: projected,
-            filters,
-            limit,
-            partitions,
-        } = scan;
-        let out = projected.clone();
+        let columns = scan.columns.clone();
+        let out = scan.schema.clone();
         // Versions recorded after planning are left out: one query, one
         // log prefix.
         let known_below = self.store.size();
         // Rows outside a `valid_from` range are skipped before they are
         // built; a version's details (and its owners) are read only for a
         // scan that asks for one of the columns they give.
-        let (since, until) = crate::tables::pushdown::time_range(filters, "valid_from");
+        let (since, until) = crate::tables::pushdown::time_range(scan.filters, "valid_from");
         let (since, until) = (
             since.map(|t| t.unix_micros()),
             until.map(|t| t.unix_micros()),
@@ -226,14 +220,7 @@ impl Source for Objects {
             }
             Ok(vec![batch.finish(&columns, &out)?])
         });
-        cluster_scan::plan(
-            self.store.clone(),
-            projected,
-            filters,
-            limit,
-            partitions,
-            produce,
-        )
+        cluster_scan::plan(self.store.clone(), scan, produce)
     }
 }
 

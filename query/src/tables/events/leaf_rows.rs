@@ -18,15 +18,73 @@ use datafusion::error::{DataFusionError, Result};
 use tokio::sync::mpsc::Sender;
 
 use crate::events::EventFilter;
+use crate::tables::pushdown::EventBounds;
 
 /// Rows per Arrow batch.
 const BATCH_ROWS: usize = 8192;
+
+/// A scan of leaves as the bounds ask for it: their filter with the scan's
+/// limit (`None`: a type no event has, so nothing to read), the types and
+/// bytes a leaf must have, and the projected columns (positions in the
+/// `events` schema) with their schema.
+pub(super) struct LeafScan {
+    pub(super) filter: Option<EventFilter>,
+    types: Option<Vec<String>>,
+    needles: Vec<Vec<u8>>,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+}
+
+impl LeafScan {
+    pub(super) fn new(
+        bounds: &EventBounds,
+        limit: Option<usize>,
+        columns: Vec<usize>,
+        schema: &SchemaRef,
+    ) -> LeafScan {
+        LeafScan {
+            filter: bounds.to_filter().map(|mut f| {
+                f.limit = limit;
+                f
+            }),
+            types: bounds.possible_types(),
+            needles: bounds.needles.clone(),
+            columns,
+            schema: schema.clone(),
+        }
+    }
+
+    /// Sends the rows of the `leaves` this scan keeps (see [`send`]), with
+    /// its `filter`.
+    pub(super) fn send(
+        &self,
+        leaves: impl Iterator<Item = std::result::Result<RawLeaf, annal_store::StoreError>>,
+        filter: &EventFilter,
+        tx: &Sender<Result<RecordBatch>>,
+    ) -> bool {
+        let needles: Vec<_> = self
+            .needles
+            .iter()
+            .map(memchr::memmem::Finder::new)
+            .collect();
+        let types = self.types.as_deref();
+        send(
+            leaves,
+            filter,
+            types,
+            &needles,
+            &self.columns,
+            &self.schema,
+            tx,
+        )
+    }
+}
 
 /// Sends the rows of the `leaves` that `filter` selects, whose type is one
 /// of `types` (when given) and that contain every one of `needles` (at
 /// most its limit), in batches of `schema` (the projected `columns`);
 /// false once the consumer is gone or a read failed.
-pub(super) fn send(
+fn send(
     leaves: impl Iterator<Item = std::result::Result<RawLeaf, annal_store::StoreError>>,
     filter: &EventFilter,
     types: Option<&[String]>,

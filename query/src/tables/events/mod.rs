@@ -174,20 +174,11 @@ fn indexed(
     let label =
         format!("EventScan {{ bounds: {bounds:?}, columns: {columns:?}, limit: {limit:?} }}");
     let store = store.clone();
-    let filter = bounds.to_filter().map(|mut f| {
-        f.limit = limit;
-        f
-    });
-    let needles = bounds.needles.clone();
-    let types = bounds.possible_types();
-    let out = schema.clone();
+    let scan = leaf_rows::LeafScan::new(&bounds, limit, columns, schema);
     Partition::of(schema.clone(), label, move |tx| {
-        let Some(filter) = &filter else {
+        let Some(filter) = &scan.filter else {
             return; // a type no event has
         };
-        let leaves = crate::events::select_leaves(&store, filter);
-        let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
-        let types = types.as_deref();
-        leaf_rows::send(leaves, filter, types, &needles, &columns, &out, tx);
+        scan.send(crate::events::select_leaves(&store, filter), filter, tx);
     })
 }

@@ -15,7 +15,7 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
 use datafusion::physical_plan::streaming::PartitionStream;
 
-use super::leaf_rows;
+use super::leaf_rows::LeafScan;
 use crate::tables::pushdown::EventBounds;
 use crate::tables::stream::Partition;
 
@@ -36,15 +36,9 @@ pub(super) fn partition(
         chunks.len()
     );
     let keep = bounds.keep();
-    let filter = bounds.to_filter().map(|mut f| {
-        f.limit = limit;
-        f
-    });
-    let needles = bounds.needles.clone();
-    let types = bounds.possible_types();
-    let out = schema.clone();
+    let scan = LeafScan::new(bounds, limit, columns, schema);
     Partition::of(schema.clone(), label, move |tx| {
-        let Some(filter) = &filter else {
+        let Some(filter) = &scan.filter else {
             return; // a type no event has
         };
         let store = &*store;
@@ -59,16 +53,7 @@ pub(super) fn partition(
             leaves
         });
         let rest = tail.iter().flat_map(|&(from, to)| store.leaves(from, to));
-        let needles: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
-        leaf_rows::send(
-            chosen.chain(rest),
-            filter,
-            types.as_deref(),
-            &needles,
-            &columns,
-            &out,
-            tx,
-        );
+        scan.send(chosen.chain(rest), filter, tx);
     })
 }
 
