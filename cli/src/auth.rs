@@ -11,12 +11,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use annal_query::http::status_of;
+use annal_schemas::ErrorCode;
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 /// What a token may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,24 +113,19 @@ pub async fn check(State(tokens): State<Arc<Tokens>>, req: Request, next: Next) 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let deny = |status: StatusCode, code: &str, reason: &str| {
+    let deny = |code: ErrorCode, reason: &str| {
         (
-            status,
+            status_of(code),
             [(header::WWW_AUTHENTICATE, "Bearer")],
-            Json(json!({"error": reason, "code": code})),
+            Json(code.body(reason)),
         )
             .into_response()
     };
     match bearer.and_then(|t| tokens.role(t.trim())) {
-        None => deny(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a valid bearer token is required",
-        ),
+        None => deny(ErrorCode::Unauthorized, "a valid bearer token is required"),
         Some(role) if role == Role::Admin || role == needed => next.run(req).await,
         Some(_) => deny(
-            StatusCode::FORBIDDEN,
-            "forbidden",
+            ErrorCode::Forbidden,
             "this token's role may not use this route",
         ),
     }

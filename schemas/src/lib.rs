@@ -18,6 +18,7 @@
 //! `schemas/json/envelope.v1.schema.json`; a test keeps the two in step.
 #![deny(missing_docs)]
 
+mod api_error;
 pub mod data;
 mod envelope;
 mod event_type;
@@ -26,6 +27,7 @@ pub mod ownership;
 mod timestamp;
 mod validation;
 
+pub use api_error::ErrorCode;
 pub use envelope::{Actor, Envelope, EnvelopeRef, Header, SCHEMA_V1};
 pub use event_type::{EventType, UnknownEventType};
 pub use node::{key_order, Node};

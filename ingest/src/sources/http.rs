@@ -36,7 +36,7 @@ use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use annal_schemas::Timestamp;
+use annal_schemas::{ErrorCode, Timestamp};
 use annal_store::Store;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -224,7 +224,7 @@ async fn any_format(
 ) -> Response {
     match format.parse::<Format>() {
         Ok(f) => ingest(s, f, "/v1/ingest", q, body).await,
-        Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
+        Err(e) => error(ErrorCode::NotFound, e.to_string()),
     }
 }
 
@@ -256,7 +256,7 @@ async fn stream(
 ) -> Response {
     let format = match format.parse::<Format>() {
         Ok(f) => f,
-        Err(e) => return error(StatusCode::NOT_FOUND, e.to_string()),
+        Err(e) => return error(ErrorCode::NotFound, e.to_string()),
     };
     let Admitted {
         params,
@@ -324,15 +324,12 @@ async fn stream(
         }
         Ok(Err(e)) => {
             log!("annal: streamed ingest failed: {e}");
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("ingest failed: {e}"),
-            )
+            error(ErrorCode::Internal, format!("ingest failed: {e}"))
         }
         Err(e) => {
             log!("annal: ingest task failed: {e}");
             error(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::Internal,
                 "ingest failed (see the server log)".into(),
             )
         }
@@ -381,7 +378,7 @@ impl std::io::Read for BodyReader {
 fn admit(s: &Ingest, q: QueryParams, accepted: &str) -> Result<Admitted, Box<Response>> {
     let Ok(Query(params)) = q else {
         return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
+            ErrorCode::BadRequest,
             format!("unknown or malformed query parameters ({accepted})"),
         )));
     };
@@ -390,12 +387,7 @@ fn admit(s: &Ingest, q: QueryParams, accepted: &str) -> Result<Admitted, Box<Res
         .as_deref()
         .map(|t| Timestamp::parse_at(t, Timestamp::now()))
     {
-        Some(Err(e)) => {
-            return Err(Box::new(error(
-                StatusCode::BAD_REQUEST,
-                format!("time: {e}"),
-            )))
-        }
+        Some(Err(e)) => return Err(Box::new(error(ErrorCode::BadRequest, format!("time: {e}")))),
         Some(Ok(t)) => Some(t),
         None => None,
     };
@@ -403,9 +395,9 @@ fn admit(s: &Ingest, q: QueryParams, accepted: &str) -> Result<Admitted, Box<Res
         s.metrics.refused.fetch_add(1, Ordering::Relaxed);
         return Err(Box::new(
             (
-                StatusCode::TOO_MANY_REQUESTS,
+                status_of(ErrorCode::Busy),
                 [(header::RETRY_AFTER, "1")],
-                Json(json!({"error": "ingest is at capacity; retry later", "code": "busy"})),
+                Json(ErrorCode::Busy.body("ingest is at capacity; retry later")),
             )
                 .into_response(),
         ));
@@ -437,20 +429,15 @@ impl Drop for InFlight {
     }
 }
 
-/// `{"error", "code"}` with the stable code of `status` (as the read
-/// routes answer).
-fn error(status: StatusCode, reason: String) -> Response {
-    (status, Json(json!({"error": reason, "code": code(status)}))).into_response()
+/// The API's error document for `code` (see [`ErrorCode`]), with its
+/// status.
+fn error(code: ErrorCode, reason: String) -> Response {
+    (status_of(code), Json(code.body(&reason))).into_response()
 }
 
-fn code(status: StatusCode) -> &'static str {
-    match status {
-        StatusCode::BAD_REQUEST => "bad_request",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
-        StatusCode::TOO_MANY_REQUESTS => "busy",
-        _ => "internal",
-    }
+/// The HTTP status of `code`.
+fn status_of(code: ErrorCode) -> StatusCode {
+    StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// Keeps the first rejection's reason, for a 400.
@@ -480,19 +467,14 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
         Ok(b) => b,
         Err(e) if e.to_string().contains("length limit") => {
             return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::BodyTooLarge,
                 format!(
                     "the body is over {} bytes (--max-body-bytes)",
                     s.max_body_bytes
                 ),
             )
         }
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("cannot read the body: {e}"),
-            )
-        }
+        Err(e) => return error(ErrorCode::BadRequest, format!("cannot read the body: {e}")),
     };
     let name = format!("http:{route}");
     let options = Options {
@@ -505,7 +487,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
     // a thread only while its body is decoded: at most one per core
     // decodes, and a request waiting for its commit holds none.
     let Ok(decoding) = s.decoders.clone().acquire_owned().await else {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, "no decoder".into());
+        return error(ErrorCode::Internal, "no decoder".into());
     };
     let submitted = tokio::task::spawn_blocking(move || {
         let _decoding = decoding;
@@ -534,7 +516,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
             if summary.appended + summary.duplicates == 0 && summary.rejected > 0 {
                 let mut body = counts;
                 body["error"] = json!(first.unwrap_or_else(|| "no record decodes".into()));
-                body["code"] = json!("bad_request");
+                body["code"] = json!(ErrorCode::BadRequest.as_str());
                 return (StatusCode::BAD_REQUEST, Json(body)).into_response();
             }
             (StatusCode::OK, Json(counts)).into_response()
@@ -542,7 +524,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
         Ok(Err(e)) => {
             log!("annal: ingest failed: {e}");
             error(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::Internal,
                 "ingest failed (see the server log)".into(),
             )
         }
@@ -550,7 +532,7 @@ async fn ingest(s: Ingest, format: Format, route: &str, q: QueryParams, body: Bo
         Err(e) => {
             log!("annal: ingest task failed: {e}");
             error(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::Internal,
                 "ingest failed (see the server log)".into(),
             )
         }

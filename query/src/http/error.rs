@@ -1,10 +1,10 @@
-//! [`ApiError`]: what a read request fails with, as a status, a stable
-//! code and a JSON body.
+//! [`ApiError`]: what a read request fails with, as one of the API's stable
+//! error codes ([`ErrorCode`]: its status and JSON body are the code's).
 
+use annal_schemas::ErrorCode;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 use crate::error::QueryError;
 
@@ -30,17 +30,17 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    /// The status and stable code of this error.
-    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+    /// The stable code of this error (its status is the code's).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            ApiError::NotAllowed(_) => (StatusCode::FORBIDDEN, "not_allowed"),
-            ApiError::MemoryLimit(_) => (StatusCode::PAYLOAD_TOO_LARGE, "memory_limit"),
-            ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "timeout"),
-            ApiError::Busy(_) => (StatusCode::TOO_MANY_REQUESTS, "busy"),
-            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            ApiError::BadRequest(_) => ErrorCode::BadRequest,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::Conflict(_) => ErrorCode::Conflict,
+            ApiError::NotAllowed(_) => ErrorCode::NotAllowed,
+            ApiError::MemoryLimit(_) => ErrorCode::MemoryLimit,
+            ApiError::Timeout(_) => ErrorCode::Timeout,
+            ApiError::Busy(_) => ErrorCode::Busy,
+            ApiError::Internal(_) => ErrorCode::Internal,
         }
     }
 }
@@ -70,7 +70,8 @@ impl From<QueryError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
+        let code = self.code();
+        let status = status_of(code);
         let reason = match self {
             ApiError::Internal(detail) => {
                 log!("annal: internal error: {detail}");
@@ -84,10 +85,15 @@ impl IntoResponse for ApiError {
             | ApiError::Timeout(r)
             | ApiError::Busy(r) => r,
         };
-        let body = Json(json!({"error": reason, "code": code}));
-        if status == StatusCode::TOO_MANY_REQUESTS {
+        let body = Json(code.body(&reason));
+        if code == ErrorCode::Busy {
             return (status, [(header::RETRY_AFTER, "1")], body).into_response();
         }
         (status, body).into_response()
     }
+}
+
+/// The HTTP status of `code`.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }

@@ -26,4 +26,4 @@ pub(crate) use log;
 mod error;
 pub mod request;
 
-pub use error::ApiError;
+pub use error::{status_of, ApiError};
