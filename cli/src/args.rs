@@ -74,6 +74,8 @@ pub enum Command {
     /// The objects live at an instant, with owners, claims, conflicts and field managers.
     #[command(alias = "objects")]
     Inventory(InventoryArgs),
+    /// What changed between two instants: objects added, removed, changed (with the fields and their managers) or changed owner.
+    Diff(DiffArgs),
     /// Rebuild the derived indexes from the log.
     Reindex,
     /// Inspect, re-ingest or drop rejected input.
@@ -506,6 +508,25 @@ pub struct InventoryArgs {
     #[arg(long, value_name = "ID")]
     pub cluster: Option<String>,
     /// Only objects this app claims (`argocd:guestbook`, `flux:flux-system/apps`, ...).
+    #[arg(long, value_name = "APP")]
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The earlier valid time (RFC 3339 or `now-2h`).
+    #[arg(long, value_name = "T1", value_parser = parse_time)]
+    pub from: annal_schemas::Timestamp,
+    /// The later valid time (default: now).
+    #[arg(long, value_name = "T2", value_parser = parse_time)]
+    pub to: Option<annal_schemas::Timestamp>,
+    /// System time: both sides as the ledger knew them then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+    /// Only this cluster (repeatable).
+    #[arg(long = "cluster", value_name = "ID")]
+    pub clusters: Vec<String>,
+    /// Only objects this app owns at either instant.
     #[arg(long, value_name = "APP")]
     pub owner: Option<String>,
 }

@@ -4,6 +4,7 @@ mod util;
 
 mod beside;
 mod crash;
+mod diff;
 mod docs;
 mod drill;
 mod gates;

@@ -2,6 +2,7 @@
 
 mod backup;
 mod demo;
+mod diff;
 mod export;
 mod fence;
 mod ingest;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Report(sub) => report::run(&open(data)?, sub, &printer),
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
         Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
+        Command::Diff(args) => diff::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open_writer(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),

@@ -1,5 +1,10 @@
-//! `GET /v1/inventory?at=TS&known_at=TS&cluster=C&owner=APP`: the objects
-//! live at `at` (default now), the rows `annal inventory -o json` prints.
+//! As-of reads over HTTP:
+//!
+//! - `GET /v1/inventory?at=TS&known_at=TS&cluster=C&owner=APP`: the objects
+//!   live at `at` (default now), the rows `annal inventory -o json` prints.
+//! - `GET /v1/diff?from=T1&to=T2&known_at=TS&cluster=C1,C2&owner=APP`: what
+//!   changed between the two instants (`to` default now), the document
+//!   `annal diff -o json` prints.
 
 use std::sync::Arc;
 
@@ -8,16 +13,18 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::asof::diff;
 use crate::asof::inventory::{self, AsOf};
-use crate::http::request::{answer, clocks, params, Params};
+use crate::http::request::{answer, clocks, list, params, Params};
 use crate::http::ApiError;
 
 /// The as-of read routes over `store`.
 pub fn router(store: Arc<Store>) -> Router {
     Router::new()
         .route("/v1/inventory", get(inventory))
+        .route("/v1/diff", get(diff_of))
         .with_state(store)
 }
 
@@ -45,6 +52,52 @@ async fn inventory(
             .map(|r| r.to_json())
             .collect();
         Ok((rows, vec![]))
+    })
+    .await
+}
+
+/// Query string of `GET /v1/diff`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiffParams {
+    from: String,
+    to: Option<String>,
+    known_at: Option<String>,
+    cluster: Option<String>,
+    owner: Option<String>,
+}
+
+async fn diff_of(
+    State(store): State<Arc<Store>>,
+    p: Params<DiffParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let (to, known_at) = clocks(&p.to, &p.known_at)?;
+    let (from, _) = clocks(&Some(p.from.clone()), &None)?;
+    if to < from {
+        return Err(ApiError::BadRequest(format!(
+            "from={from} is after to={to}: give the earlier instant first"
+        )));
+    }
+    let clusters = list(&p.cluster);
+    answer(move || {
+        let (from, to) = (
+            AsOf::new(&store, from, known_at)?,
+            AsOf::new(&store, to, known_at)?,
+        );
+        let scope = (!clusters.is_empty()).then_some(clusters.as_slice());
+        let mut doc = diff::Document::default();
+        for r in diff::fleet_diff(&store, scope, &from, &to)? {
+            let r = r?;
+            if p.owner.as_ref().is_none_or(|o| r.owned_by(o)) {
+                doc.push(r);
+            }
+        }
+        let extra = vec![
+            ("from", json!(from.valid.to_string())),
+            ("to", json!(to.valid.to_string())),
+        ];
+        Ok((doc, extra))
     })
     .await
 }

@@ -1,6 +1,7 @@
 //! As-of answers: what the ledger says existed at a valid time T, as it
 //! knew it at a system time T' (DESIGN "Time travel and ownership").
 //!
+//! - [`diff`]: what changed between two instants;
 //! - [`inventory`]: the objects live at T on each cluster and who owned
 //!   them (the [`inventory::AsOf`] binder of both clocks is here; every
 //!   recovery gate takes one);
@@ -10,6 +11,7 @@
 //! - [`live_object`]: what a plan reads from an object's live version;
 //! - [`http`]: `GET /v1/inventory`.
 
+pub mod diff;
 pub mod http;
 pub mod inventory;
 pub mod live_object;

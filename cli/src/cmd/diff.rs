@@ -1,0 +1,92 @@
+//! `annal diff`: what changed between two instants.
+
+use annal_query::asof::diff::{self, DiffRow};
+use annal_query::asof::inventory::AsOf;
+use annal_schemas::Timestamp;
+use annal_store::Store;
+use serde_json::{json, Value};
+
+use crate::args::DiffArgs;
+use crate::exit::{Exit, UsageError};
+use crate::output::{OutputFormat, Printer};
+
+pub fn run(store: &Store, args: &DiffArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    let to = args.to.unwrap_or_else(Timestamp::now);
+    if to < args.from {
+        return Err(UsageError(format!(
+            "--from {} is after --to {}: give the earlier instant first",
+            args.from, to
+        ))
+        .into());
+    }
+    let from = AsOf::new(store, args.from, args.known_at)?;
+    let to = AsOf::new(store, to, args.known_at)?;
+    let owned = |r: &DiffRow| {
+        args.owner
+            .as_ref()
+            .is_none_or(|o| r.owner_before.as_ref() == Some(o) || r.owner_after.as_ref() == Some(o))
+    };
+    let clusters = (!args.clusters.is_empty()).then_some(args.clusters.as_slice());
+    let rows = diff::fleet_diff(store, clusters, &from, &to)?;
+    if printer.format == OutputFormat::Json {
+        let mut doc = diff::Document::default();
+        for r in rows {
+            let r = r?;
+            if owned(&r) {
+                doc.push(r);
+            }
+        }
+        let extra = [
+            ("from", json!(args.from.to_string())),
+            ("to", json!(to.valid.to_string())),
+        ];
+        printer.document(&doc, &extra)?;
+        return Ok(Exit::Ok);
+    }
+    let mut out = printer.stream(&COLUMNS).narrow(&[
+        "cluster",
+        "namespace",
+        "kind",
+        "name",
+        "change",
+        "owner_before",
+        "owner_after",
+        "fields",
+    ]);
+    for r in rows {
+        let r = r?;
+        if owned(&r) {
+            out.push(&cells(&r))?;
+        }
+    }
+    out.finish()?;
+    Ok(Exit::Ok)
+}
+
+const COLUMNS: [&str; 10] = [
+    "cluster",
+    "group",
+    "kind",
+    "namespace",
+    "name",
+    "change",
+    "owner_before",
+    "owner_after",
+    "fields",
+    "managers",
+];
+
+fn cells(r: &DiffRow) -> Vec<Value> {
+    vec![
+        json!(r.cluster),
+        json!(r.group),
+        json!(r.kind),
+        json!(r.namespace),
+        json!(r.name),
+        json!(r.change.as_str()),
+        json!(r.owner_before),
+        json!(r.owner_after),
+        json!(r.fields),
+        json!(r.managers),
+    ]
+}
