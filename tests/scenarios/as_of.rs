@@ -237,6 +237,25 @@ struct Row {
 /// (cluster, group, kind, namespace, name).
 type Identity = (String, String, String, String, String);
 
+/// An object version's identity and its place among the object's
+/// versions: (valid time, resourceVersion as an integer, log index).
+fn version_key(e: &Entry) -> (Identity, (i64, u64, u64)) {
+    let o: ObjectDeleted = serde_json::from_value(e.event.data.clone()).unwrap();
+    let key = (
+        e.event.cluster.clone().unwrap(),
+        ownership::group_of(&o.api_version).to_string(),
+        o.kind,
+        o.metadata.namespace.unwrap_or_default(),
+        o.metadata.name,
+    );
+    let rv = o
+        .metadata
+        .resource_version
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    (key, (e.event.time.unix_micros(), rv, e.index))
+}
+
 /// The naive fold: DESIGN.md's rules over the entries as read back.
 fn reference(entries: &[Entry], at: Timestamp, known_at: Option<Timestamp>) -> Vec<Row> {
     let known = |e: &&Entry| known_at.is_none_or(|k| e.recorded_at <= k) && e.event.time <= at;
@@ -247,20 +266,7 @@ fn reference(entries: &[Entry], at: Timestamp, known_at: Option<Timestamp>) -> V
         let cluster = e.event.cluster.clone().unwrap();
         match e.event.event_type {
             EventType::ObjectObserved | EventType::ObjectDeleted => {
-                let o: ObjectDeleted = serde_json::from_value(e.event.data.clone()).unwrap();
-                let key = (
-                    cluster,
-                    ownership::group_of(&o.api_version).to_string(),
-                    o.kind,
-                    o.metadata.namespace.unwrap_or_default(),
-                    o.metadata.name,
-                );
-                let rv = o
-                    .metadata
-                    .resource_version
-                    .and_then(|r| r.parse().ok())
-                    .unwrap_or(0);
-                let order = (e.event.time.unix_micros(), rv, e.index);
+                let (key, order) = version_key(e);
                 if latest
                     .get(&key)
                     .is_none_or(|(t, r, i, _)| (*t, *r, *i) < order)
@@ -421,20 +427,7 @@ fn naive_contents(entries: &[Entry], at: Timestamp) -> BTreeMap<Identity, Option
         ) {
             continue;
         }
-        let o: ObjectDeleted = serde_json::from_value(e.event.data.clone()).unwrap();
-        let key = (
-            e.event.cluster.clone().unwrap(),
-            ownership::group_of(&o.api_version).to_string(),
-            o.kind,
-            o.metadata.namespace.unwrap_or_default(),
-            o.metadata.name,
-        );
-        let rv = o
-            .metadata
-            .resource_version
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(0);
-        let order = (e.event.time.unix_micros(), rv, e.index);
+        let (key, order) = version_key(e);
         if latest.get(&key).is_none_or(|(o, _)| *o < order) {
             latest.insert(key, (order, e));
         }
