@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use annal_store::versions::ObjectName;
-use annal_store::Store;
+use annal_store::{Entry, Store};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -173,10 +173,22 @@ fn cluster_diff(
             (Some(b), None) => out.push(row(&b.cluster, Change::Removed, Some(&b), None)),
             (None, Some(a)) => out.push(row(&a.cluster, Change::Added, None, Some(&a))),
             (Some(b), Some(a)) => {
-                let fields = if b.index == a.index {
-                    Vec::new()
+                let (fields, managers) = if b.index == a.index {
+                    (Vec::new(), Vec::new())
                 } else {
-                    changed_fields(store, b.index, a.index)?
+                    // Each version is read once: its content, and for the
+                    // later one the managers of what changed.
+                    let later = entry(store, a.index)?;
+                    let owned = managed_fields::of_entry(&later);
+                    let mut fields = Vec::new();
+                    differences(
+                        "",
+                        &content(entry(store, b.index)?),
+                        &content(later),
+                        &mut fields,
+                    );
+                    let managers = managers_of(owned, &fields);
+                    (fields, managers)
                 };
                 let change = if b.owner != a.owner {
                     Change::OwnerChanged
@@ -185,7 +197,6 @@ fn cluster_diff(
                 } else {
                     continue;
                 };
-                let managers = managers_of(store, a.index, &fields)?;
                 out.push(DiffRow {
                     fields,
                     managers,
@@ -198,31 +209,22 @@ fn cluster_diff(
     Ok(out)
 }
 
-/// The object (the event's `data`) recorded at `index`, without the
-/// fields every write changes.
-fn content(store: &Store, index: u64) -> Result<Value, QueryError> {
-    let entry = store
+/// The entry at `index` (an object version the index names).
+fn entry(store: &Store, index: u64) -> Result<Entry, QueryError> {
+    store
         .entry(index)?
-        .ok_or_else(|| QueryError::NotFound(format!("no entry {index}")))?;
+        .ok_or_else(|| QueryError::NotFound(format!("no entry {index}")))
+}
+
+/// The object an entry records (its `data`), without the fields every
+/// write changes.
+fn content(entry: Entry) -> Value {
     let mut data = entry.event.data;
     if let Some(meta) = data.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
         meta.remove("managedFields");
     }
-    Ok(data)
-}
-
-/// The paths whose values differ between the versions at `before` and
-/// `after`.
-fn changed_fields(store: &Store, before: u64, after: u64) -> Result<Vec<String>, QueryError> {
-    let mut paths = Vec::new();
-    differences(
-        "",
-        &content(store, before)?,
-        &content(store, after)?,
-        &mut paths,
-    );
-    Ok(paths)
+    data
 }
 
 /// Appends to `out` the paths under `at` where `a` and `b` differ: objects
@@ -265,32 +267,29 @@ pub fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The managers of the version at `index` owning a field under or above
+/// The managers among `owned` (a version's) owning a field under or above
 /// one of `fields` (list selectors such as `[name="web"]` aside).
-fn managers_of(store: &Store, index: u64, fields: &[String]) -> Result<Vec<String>, QueryError> {
+fn managers_of(owned: Vec<managed_fields::ManagerFields>, fields: &[String]) -> Vec<String> {
     if fields.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    let Some(entry) = store.entry(index)? else {
-        return Ok(Vec::new());
-    };
-    let related = |owned: &str| {
-        let owned = owned.split('[').next().unwrap_or(owned);
+    let related = |path: &str| {
+        let path = path.split('[').next().unwrap_or(path);
         fields.iter().any(|f| {
             let under = |long: &str, short: &str| {
                 long == short || long.strip_prefix(short).is_some_and(|r| r.starts_with('.'))
             };
-            under(owned, f) || under(f, owned)
+            under(path, f) || under(f, path)
         })
     };
-    let mut managers: Vec<String> = managed_fields::of_entry(&entry)
+    let mut managers: Vec<String> = owned
         .into_iter()
         .filter(|m| m.fields.iter().any(|f| related(f)))
         .filter_map(|m| m.manager)
         .collect();
     managers.sort();
     managers.dedup();
-    Ok(managers)
+    managers
 }
 
 #[cfg(test)]
