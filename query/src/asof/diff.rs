@@ -179,15 +179,17 @@ fn cluster_diff(
                     // Each version is read once: its content, and for the
                     // later one the managers of what changed.
                     let later = entry(store, a.index)?;
-                    let owned = managed_fields::of_entry(&later);
                     let mut fields = Vec::new();
                     differences(
                         "",
-                        &content(entry(store, b.index)?),
-                        &content(later),
+                        &entry(store, b.index)?.event.data,
+                        &later.event.data,
                         &mut fields,
                     );
-                    let managers = managers_of(owned, &fields);
+                    let managers = match fields.is_empty() {
+                        true => Vec::new(),
+                        false => managers_of(managed_fields::of_entry(&later), &fields),
+                    };
                     (fields, managers)
                 };
                 let change = if b.owner != a.owner {
@@ -216,19 +218,13 @@ fn entry(store: &Store, index: u64) -> Result<Entry, QueryError> {
         .ok_or_else(|| QueryError::NotFound(format!("no entry {index}")))
 }
 
-/// The object an entry records (its `data`), without the fields every
-/// write changes.
-fn content(entry: Entry) -> Value {
-    let mut data = entry.event.data;
-    if let Some(meta) = data.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("resourceVersion");
-        meta.remove("managedFields");
-    }
-    data
-}
+/// Paths every write changes, never reported.
+const EVERY_WRITE: [&str; 2] = [".metadata.resourceVersion", ".metadata.managedFields"];
 
 /// Appends to `out` the paths under `at` where `a` and `b` differ: objects
-/// are compared key by key, anything else (lists included) whole.
+/// are compared key by key, anything else (lists included) whole; the
+/// paths every write changes (`.metadata.resourceVersion`,
+/// `.metadata.managedFields`) are left out.
 pub fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
@@ -240,6 +236,9 @@ pub fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
                     continue;
                 }
                 let path = format!("{at}.{k}");
+                if EVERY_WRITE.contains(&path.as_str()) {
+                    continue;
+                }
                 match (x, y) {
                     (Some(x), Some(y)) => differences(&path, x, y, out),
                     (Some(Value::Object(x)), None) => differences(
@@ -318,5 +317,12 @@ mod tests {
         let mut none = Vec::new();
         differences("", &a, &a.clone(), &mut none);
         assert!(none.is_empty());
+        // What every write changes is not a change.
+        let written = |rv: &str, manager: &str| {
+            json!({"metadata": {"name": "x", "resourceVersion": rv,
+                                "managedFields": [{"manager": manager}]}})
+        };
+        differences("", &written("1", "a"), &written("2", "b"), &mut none);
+        assert!(none.is_empty(), "{none:?}");
     }
 }
