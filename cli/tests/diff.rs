@@ -182,3 +182,57 @@ fn diff_lists_added_removed_changed_and_owner_changed_objects() {
     let (status, body) = server.request("GET", "/v1/diff?from=yesterday-ish", None, "");
     assert_eq!(status, 400, "{body}");
 }
+
+#[test]
+fn the_inventory_diff_table_function_answers_as_the_command_does() {
+    let l = ledger();
+    let query = "SELECT name, change, fields, managers, owner_after FROM \
+                 inventory_diff('2026-11-01T10:10:00Z', '2026-11-01T11:30:00Z') ORDER BY name";
+    let (code, rows) = l.json(&["sql", query]);
+    assert_eq!(code, Some(0), "{rows}");
+    let got: Vec<(String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().into(),
+                r["change"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want = [
+        ("cfg", "owner-changed"),
+        ("new", "added"),
+        ("old", "removed"),
+        ("web", "changed"),
+    ];
+    assert_eq!(got, want.map(|(n, c)| (n.to_string(), c.to_string())));
+    let web = &rows[3];
+    assert_eq!(web["fields"], json!([".data.replicas"]));
+    assert_eq!(web["managers"], json!(["kubectl-edit"]));
+    assert_eq!(rows[0]["owner_after"], "flux:flux-system/apps");
+
+    // Cluster pushdown: the cluster's rows, and none of a cluster without.
+    let count = |cluster: &str| {
+        let q = format!("SELECT count(*) AS n FROM inventory_diff('2026-11-01T10:10:00Z', '2026-11-01T11:30:00Z') WHERE cluster = '{cluster}'");
+        l.json(&["sql", &q]).1[0]["n"].clone()
+    };
+    assert_eq!((count("c1"), count("c2")), (json!(4), json!(0)));
+
+    // Instants in the wrong order, or too few, are named.
+    for (bad, says) in [
+        (
+            "SELECT * FROM inventory_diff('2026-11-01T11:30:00Z', '2026-11-01T10:10:00Z')",
+            "earlier instant first",
+        ),
+        (
+            "SELECT * FROM inventory_diff('2026-11-01T11:30:00Z')",
+            "two or three times",
+        ),
+    ] {
+        let out = l.run(&["sql", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{bad}: {}", stderr(&out));
+    }
+}

@@ -32,7 +32,7 @@ pub use limits::Limits;
 
 use crate::tables::events::floors::JoinFloors;
 use crate::tables::{
-    clusters, inventory, managed_fields, reports, revisions, EventsTable, ObjectsTable,
+    clusters, diff, inventory, managed_fields, reports, revisions, EventsTable, ObjectsTable,
 };
 use crate::QueryError;
 
@@ -109,6 +109,7 @@ pub async fn session_with(
         Arc::new(reports::CapacityReportFunction::new(store.clone())),
     );
     ctx.register_udtf("inventory_at", Arc::new(inventory::function(store.clone())));
+    ctx.register_udtf("inventory_diff", Arc::new(diff::function(store.clone())));
     crate::tables::syncs::register(&ctx, store)?;
     Ok(ctx)
 }

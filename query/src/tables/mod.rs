@@ -11,6 +11,7 @@
 //! | `inventory_at(T [, known_at])` | objects live at T, with owners |
 //! | `clusters_at(T [, known_at])` | each cluster's registry entry at T |
 //! | `last_good_at(T [, known_at])` | last-good revision per (cluster, app) at T |
+//! | `inventory_diff(T1, T2 [, known_at])` | objects that differ between T1 and T2 |
 //!
 //! Each table module holds only what is particular to it: a schema, the
 //! filters its scan applies, and the scan, as an [`adapter::Source`]
@@ -23,6 +24,7 @@ pub mod adapter;
 mod args;
 mod cluster_scan;
 pub mod clusters;
+pub mod diff;
 mod estimated;
 pub mod events;
 mod fold;

@@ -1,0 +1,109 @@
+//! `inventory_diff(t1, t2 [, known_at])`: the objects that differ between
+//! two instants, one row each (see [`crate::asof::diff`] for the rule), as
+//! `annal diff` lists them.
+//!
+//! ```sql
+//! SELECT cluster, kind, name, change, fields
+//! FROM inventory_diff('2026-11-01T09:30:00Z', 'now', NULL)
+//! WHERE change <> 'added'
+//! ```
+//!
+//! The instants are bound when the query is planned, as for
+//! `inventory_at`; `cluster = '…'` is pushed down.
+
+use std::sync::Arc;
+
+use annal_store::Store;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl};
+use datafusion::common::plan_err;
+use datafusion::datasource::TableProvider;
+use datafusion::error::{DataFusionError, Result};
+
+use super::args::instant;
+use super::fold::{FoldTable, Producer};
+use crate::asof::diff;
+use crate::asof::inventory::AsOf;
+use crate::QueryError;
+
+const NAME: &str = "inventory_diff";
+
+/// The columns, in order.
+pub fn schema() -> SchemaRef {
+    let text = |name: &str, nullable: bool| Field::new(name, DataType::Utf8, nullable);
+    let list = |name: &str| {
+        Field::new(
+            name,
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        )
+    };
+    Arc::new(Schema::new(vec![
+        text("cluster", false),
+        text("group", false),
+        text("kind", false),
+        text("namespace", false),
+        text("name", false),
+        text("change", false),
+        text("owner_before", true),
+        text("owner_after", true),
+        list("fields"),
+        list("managers"),
+        Field::new("index_before", DataType::UInt64, true),
+        Field::new("index_after", DataType::UInt64, true),
+    ]))
+}
+
+/// The `inventory_diff` table function over a store.
+pub(crate) struct DiffFunction {
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for DiffFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(NAME)
+    }
+}
+
+/// The function over `store`.
+pub(crate) fn function(store: Arc<Store>) -> DiffFunction {
+    DiffFunction { store }
+}
+
+impl TableFunctionImpl for DiffFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        if !(2..=3).contains(&exprs.len()) {
+            return plan_err!(
+                "{NAME}(t1, t2 [, known_at]) takes two or three times, got {}",
+                exprs.len()
+            );
+        }
+        let now = annal_schemas::Timestamp::now();
+        let (Some(t1), Some(t2)) = (instant(NAME, exprs, 0, now)?, instant(NAME, exprs, 1, now)?)
+        else {
+            return plan_err!("{NAME}: t1 and t2 must not be NULL");
+        };
+        if t2 < t1 {
+            return plan_err!("{NAME}: t1 {t1} is after t2 {t2}: give the earlier instant first");
+        }
+        let known_at = instant(NAME, exprs, 2, now)?;
+        let external = |e: QueryError| DataFusionError::External(Box::new(e));
+        let from = AsOf::new(&self.store, t1, known_at).map_err(external)?;
+        let to = AsOf::new(&self.store, t2, known_at).map_err(external)?;
+        let produce: Producer = Arc::new(move |store, cluster, emit| {
+            let scope = cluster.map(|c| vec![c.to_string()]);
+            for row in diff::fleet_diff(store, scope.as_deref(), &from, &to)? {
+                if !emit(serde_json::to_value(row?)?) {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        Ok(Arc::new(FoldTable::new(
+            self.store.clone(),
+            schema(),
+            produce,
+        )))
+    }
+}
