@@ -365,6 +365,19 @@ fn answer(store: &Store, at: Timestamp, known_at: Option<Timestamp>) -> Vec<Row>
     rows
 }
 
+/// `0..n` in a seeded random order (xorshift).
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x = seed | 1;
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
 /// Appends `events` in `order`, cut into batches at `cuts`; repeats a few
 /// (redelivery).
 fn ingest(
@@ -526,14 +539,7 @@ proptest! {
     ) {
         let events: Vec<Envelope> = gens.iter().enumerate().map(|(n, g)| envelope(n, g)).collect();
         // A seeded shuffle: late arrivals are the normal case.
-        let mut order: Vec<usize> = (0..events.len()).collect();
-        let mut x = seed | 1;
-        for i in (1..order.len()).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            order.swap(i, (x % (i as u64 + 1)) as usize);
-        }
+        let order = shuffled(events.len(), seed);
         let (_dir, store) = ingest(&events, &order, &cuts, repeats);
         prop_assert_eq!(store.size(), events.len() as u64, "duplicates are stored once");
         check(&store)?;
@@ -553,14 +559,7 @@ proptest! {
         span in 0i64..14,
     ) {
         let events: Vec<Envelope> = gens.iter().enumerate().map(|(n, g)| envelope(n, g)).collect();
-        let mut order: Vec<usize> = (0..events.len()).collect();
-        let mut x = seed | 1;
-        for i in (1..order.len()).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            order.swap(i, (x % (i as u64 + 1)) as usize);
-        }
+        let order = shuffled(events.len(), seed);
         let (_dir, store) = ingest(&events, &order, &cuts, 0);
         let entries: Vec<Entry> = store.entries(0, store.size()).map(Result::unwrap).collect();
         let (t1, t2) = (time(t1), time(t1 + span));
