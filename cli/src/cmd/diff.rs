@@ -1,26 +1,17 @@
 //! `annal diff`: what changed between two instants.
 
 use annal_query::asof::diff::{self, DiffRow};
-use annal_query::asof::inventory::AsOf;
 use annal_schemas::Timestamp;
 use annal_store::Store;
 use serde_json::{json, Value};
 
 use crate::args::DiffArgs;
-use crate::exit::{Exit, UsageError};
+use crate::exit::Exit;
 use crate::output::{OutputFormat, Printer};
 
 pub fn run(store: &Store, args: &DiffArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let to = args.to.unwrap_or_else(Timestamp::now);
-    if to < args.from {
-        return Err(UsageError(format!(
-            "--from {} is after --to {}: give the earlier instant first",
-            args.from, to
-        ))
-        .into());
-    }
-    let from = AsOf::new(store, args.from, args.known_at)?;
-    let to = AsOf::new(store, to, args.known_at)?;
+    let (from, to) = diff::sides(store, args.from, to, args.known_at)?;
     let owned = |r: &DiffRow| {
         args.owner
             .as_ref()

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use annal_schemas::Timestamp;
 use annal_store::versions::ObjectName;
 use annal_store::{Entry, Store};
 use serde::Serialize;
@@ -108,6 +109,25 @@ impl Document {
             Change::Changed | Change::OwnerChanged => self.changed.push(row),
         }
     }
+}
+
+/// The two sides of a diff: `t1` and `t2` as the ledger knew them at
+/// `known_at`. `t1` after `t2` is bad input, whichever surface asked.
+pub fn sides(
+    store: &Store,
+    t1: Timestamp,
+    t2: Timestamp,
+    known_at: Option<Timestamp>,
+) -> Result<(AsOf, AsOf), QueryError> {
+    if t2 < t1 {
+        return Err(QueryError::BadInput(format!(
+            "{t1} is after {t2}: give the earlier instant first"
+        )));
+    }
+    Ok((
+        AsOf::new(store, t1, known_at)?,
+        AsOf::new(store, t2, known_at)?,
+    ))
 }
 
 /// The objects of `clusters` (every cluster when `None`) that differ
@@ -228,7 +248,7 @@ const EVERY_WRITE: [&str; 2] = [".metadata.resourceVersion", ".metadata.managedF
 pub fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
-            let empty = Map::new();
+            let empty = Value::Object(Map::new());
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for k in keys {
                 let (x, y) = (a.get(k), b.get(k));
@@ -241,19 +261,9 @@ pub fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
                 }
                 match (x, y) {
                     (Some(x), Some(y)) => differences(&path, x, y, out),
-                    (Some(Value::Object(x)), None) => differences(
-                        &path,
-                        &Value::Object(x.clone()),
-                        &Value::Object(empty.clone()),
-                        out,
-                    ),
-                    (None, Some(Value::Object(y))) => differences(
-                        &path,
-                        &Value::Object(empty.clone()),
-                        &Value::Object(y.clone()),
-                        out,
-                    ),
-                    _ => out.push(path),
+                    // A key on one side only: its leaves (or itself) changed.
+                    (Some(v), None) | (None, Some(v)) => differences(&path, v, &empty, out),
+                    (None, None) => {}
                 }
             }
         }

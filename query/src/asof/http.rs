@@ -74,17 +74,9 @@ async fn diff_of(
     let p = params(p)?;
     let (to, known_at) = clocks(&p.to, &p.known_at)?;
     let (from, _) = clocks(&Some(p.from.clone()), &None)?;
-    if to < from {
-        return Err(ApiError::BadRequest(format!(
-            "from={from} is after to={to}: give the earlier instant first"
-        )));
-    }
     let clusters = list(&p.cluster);
     answer(move || {
-        let (from, to) = (
-            AsOf::new(&store, from, known_at)?,
-            AsOf::new(&store, to, known_at)?,
-        );
+        let (from, to) = diff::sides(&store, from, to, known_at)?;
         let scope = (!clusters.is_empty()).then_some(clusters.as_slice());
         let mut doc = diff::Document::default();
         for r in diff::fleet_diff(&store, scope, &from, &to)? {

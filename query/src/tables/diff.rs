@@ -23,7 +23,6 @@ use datafusion::error::{DataFusionError, Result};
 use super::args::instant;
 use super::fold::{FoldTable, Producer};
 use crate::asof::diff;
-use crate::asof::inventory::AsOf;
 use crate::QueryError;
 
 const NAME: &str = "inventory_diff";
@@ -84,13 +83,11 @@ impl TableFunctionImpl for DiffFunction {
         else {
             return plan_err!("{NAME}: t1 and t2 must not be NULL");
         };
-        if t2 < t1 {
-            return plan_err!("{NAME}: t1 {t1} is after t2 {t2}: give the earlier instant first");
-        }
         let known_at = instant(NAME, exprs, 2, now)?;
-        let external = |e: QueryError| DataFusionError::External(Box::new(e));
-        let from = AsOf::new(&self.store, t1, known_at).map_err(external)?;
-        let to = AsOf::new(&self.store, t2, known_at).map_err(external)?;
+        let (from, to) = diff::sides(&self.store, t1, t2, known_at).map_err(|e| match e {
+            QueryError::BadInput(m) => DataFusionError::Plan(format!("{NAME}: {m}")),
+            e => DataFusionError::External(Box::new(e)),
+        })?;
         let produce: Producer = Arc::new(move |store, cluster, emit| {
             let scope = cluster.map(|c| vec![c.to_string()]);
             for row in diff::fleet_diff(store, scope.as_deref(), &from, &to)? {
