@@ -12,11 +12,7 @@ use crate::output::{OutputFormat, Printer};
 pub fn run(store: &Store, args: &DiffArgs, printer: &Printer) -> anyhow::Result<Exit> {
     let to = args.to.unwrap_or_else(Timestamp::now);
     let (from, to) = diff::sides(store, args.from, to, args.known_at)?;
-    let owned = |r: &DiffRow| {
-        args.owner
-            .as_ref()
-            .is_none_or(|o| r.owner_before.as_ref() == Some(o) || r.owner_after.as_ref() == Some(o))
-    };
+    let owned = |r: &DiffRow| args.owner.as_ref().is_none_or(|o| r.owned_by(o));
     let clusters = (!args.clusters.is_empty()).then_some(args.clusters.as_slice());
     let rows = diff::fleet_diff(store, clusters, &from, &to)?;
     if printer.format == OutputFormat::Json {
