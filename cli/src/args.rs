@@ -76,6 +76,8 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// What changed between two instants: objects added, removed, changed (with the fields and their managers) or changed owner.
     Diff(DiffArgs),
+    /// When each cluster was heard from: events, silences longer than --gap, and whether it is stale at --at.
+    Coverage(CoverageArgs),
     /// Rebuild the derived indexes from the log.
     Reindex,
     /// Inspect, re-ingest or drop rejected input.
@@ -133,6 +135,8 @@ pub struct RolloutStatusArgs {
     /// System time: as the ledger knew it then (default: everything it holds).
     #[arg(long, value_name = "TS", value_parser = parse_time)]
     pub known_at: Option<annal_schemas::Timestamp>,
+    #[command(flatten)]
+    pub freshness: Freshness,
 }
 
 #[derive(Debug, Args)]
@@ -165,6 +169,8 @@ pub struct BackupCheckArgs {
     /// System time: as the ledger knew it then (default: everything it holds).
     #[arg(long, value_name = "TS", value_parser = parse_time)]
     pub known_at: Option<annal_schemas::Timestamp>,
+    #[command(flatten)]
+    pub freshness: Freshness,
 }
 
 #[derive(Debug, Subcommand)]
@@ -510,6 +516,45 @@ pub struct InventoryArgs {
     /// Only objects this app claims (`argocd:guestbook`, `flux:flux-system/apps`, ...).
     #[arg(long, value_name = "APP")]
     pub owner: Option<String>,
+    #[command(flatten)]
+    pub freshness: Freshness,
+}
+
+/// How long a cluster in scope may have been silent before an as-of
+/// answer calls its data stale (see `annal coverage`).
+#[derive(Debug, Args)]
+pub struct Freshness {
+    /// A cluster that sent nothing (no event, no heartbeat) for longer than this before the instant asked is stale.
+    #[arg(long, value_name = "DURATION", default_value = annal_query::asof::coverage::DEFAULT_GAP, value_parser = parse_gap)]
+    pub gap: std::time::Duration,
+}
+
+impl Freshness {
+    /// The threshold in seconds.
+    pub fn seconds(&self) -> i64 {
+        i64::try_from(self.gap.as_secs()).unwrap_or(i64::MAX)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Start of the window (default: each cluster's first event).
+    #[arg(long, value_name = "T1", value_parser = parse_time)]
+    pub from: Option<annal_schemas::Timestamp>,
+    /// End of the window (default: now).
+    #[arg(long, value_name = "T2", value_parser = parse_time)]
+    pub to: Option<annal_schemas::Timestamp>,
+    /// The instant at which staleness is judged (default: the end of the window).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub at: Option<annal_schemas::Timestamp>,
+    /// System time: as the ledger knew it then (default: everything it holds).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub known_at: Option<annal_schemas::Timestamp>,
+    /// Only this cluster (repeatable).
+    #[arg(long = "cluster", value_name = "ID")]
+    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub freshness: Freshness,
 }
 
 #[derive(Debug, Args)]
@@ -529,6 +574,8 @@ pub struct DiffArgs {
     /// Only objects this app owns at either instant.
     #[arg(long, value_name = "APP")]
     pub owner: Option<String>,
+    #[command(flatten)]
+    pub freshness: Freshness,
 }
 
 #[derive(Debug, Args)]
@@ -558,6 +605,11 @@ pub struct TakeoverArgs {
     /// Exit 0 even when objects are not ADOPT (the plan is still printed).
     #[arg(long)]
     pub allow_conflicts: bool,
+    #[command(flatten)]
+    pub freshness: Freshness,
+    /// Exit 0 even when a cluster in scope is stale at the instant planned (the plan still lists it).
+    #[arg(long)]
+    pub allow_stale: bool,
 }
 
 #[derive(Debug, Args)]
@@ -589,6 +641,11 @@ pub struct PruneArgs {
     /// A further field manager that is not foreign; repeatable.
     #[arg(long = "normal-manager", value_name = "NAME")]
     pub normal_managers: Vec<String>,
+    #[command(flatten)]
+    pub freshness: Freshness,
+    /// Exit 0 even when a cluster in scope is stale at the instant planned (the plan still lists it).
+    #[arg(long)]
+    pub allow_stale: bool,
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {
@@ -631,6 +688,14 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     annal_schemas::duration_seconds(s)
         .map(std::time::Duration::from_secs)
         .ok_or_else(|| format!("{s:?} is not a duration like 7d, 12h, 30m or 0s"))
+}
+
+/// A positive duration (`10m`, `2h`, `90s`).
+fn parse_gap(s: &str) -> Result<std::time::Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("{s:?}: the gap must be longer than 0s")),
+        d => Ok(d),
+    }
 }
 
 /// `512MiB`, `2GiB`, or bytes.

@@ -177,6 +177,8 @@ pub struct RowStream<'a> {
     /// Aligned tables: rows held back until the widths are known.
     window: Vec<Vec<String>>,
     widths: Option<Vec<usize>>,
+    /// `-o json` inside a document: its fields before the rows' key.
+    head: Option<String>,
 }
 
 /// Rows an aligned table measures before it prints.
@@ -192,7 +194,20 @@ impl<'a> RowStream<'a> {
             rows: 0,
             window: Vec::new(),
             widths: None,
+            head: None,
         }
+    }
+
+    /// `-o json` prints one document, the fields of `head` and then the
+    /// rows as an array under `key` (still written row by row); the other
+    /// formats print the rows alone.
+    pub fn within(mut self, head: &Value, key: &str) -> Self {
+        let text = pretty(head);
+        // `{ ...fields }` opened up to take one more field last.
+        let text = text.strip_suffix('}').unwrap_or(&text).trim_end();
+        let sep = if text.len() > 1 { "," } else { "" };
+        self.head = Some(format!("{text}{sep}\n  {}: ", Value::from(key)));
+        self
     }
 
     /// Shows only `columns` (in this order) in `-o table`; every other
@@ -222,6 +237,11 @@ impl<'a> RowStream<'a> {
         self.rows += 1;
         match self.format {
             OutputFormat::Json => {
+                if first {
+                    if let Some(head) = &self.head {
+                        self.out.write_all(head.as_bytes())?;
+                    }
+                }
                 self.out.write_all(if first { b"[\n" } else { b",\n" })?;
                 let mut text = Vec::with_capacity(512);
                 serde_json::to_writer_pretty(&mut text, &RowObject(&self.columns, row))
@@ -270,8 +290,24 @@ impl<'a> RowStream<'a> {
     /// back) and flushes it.
     pub fn finish(mut self) -> io::Result<()> {
         match self.format {
-            OutputFormat::Json if self.rows == 0 => self.out.write_all(b"[]\n")?,
-            OutputFormat::Json => self.out.write_all(b"\n]\n")?,
+            OutputFormat::Json => {
+                let close: &[u8] = if self.rows == 0 { b"[]" } else { b"\n]" };
+                match &self.head {
+                    Some(head) if self.rows == 0 => {
+                        self.out.write_all(head.as_bytes())?;
+                        self.out.write_all(close)?;
+                        self.out.write_all(b"\n}\n")?;
+                    }
+                    Some(_) => {
+                        self.out.write_all(close)?;
+                        self.out.write_all(b"\n}\n")?;
+                    }
+                    None => {
+                        self.out.write_all(close)?;
+                        self.out.write_all(b"\n")?;
+                    }
+                }
+            }
             OutputFormat::Csv if self.rows == 0 => {
                 write_csv_row(&mut self.out, self.columns.iter().cloned())?
             }
@@ -504,5 +540,24 @@ mod tests {
         assert_eq!(csv, "n,name,tags\n1,\"a,b\",\"say \"\"hi\"\"\"\n");
         assert_eq!(render(OutputFormat::Csv, &[]), "n,name,tags\n");
         assert_eq!(render(OutputFormat::Json, &[]), "[]\n");
+        // Inside a document: the head's fields, then the rows, still one
+        // JSON value whether or not there are rows.
+        for n in [0, 3] {
+            let mut out = Vec::new();
+            let head = json!({"at": "T", "stale": [{"c": 1}]});
+            let mut stream = Printer {
+                format: OutputFormat::Json,
+            }
+            .stream_to(&["n", "name", "tags"], &mut out)
+            .within(&head, "objects");
+            for r in &rows(n) {
+                stream.push(r).unwrap();
+            }
+            stream.finish().unwrap();
+            let doc: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(doc["at"], "T");
+            assert_eq!(doc["stale"][0]["c"], 1);
+            assert_eq!(doc["objects"].as_array().unwrap().len(), n);
+        }
     }
 }

@@ -69,8 +69,8 @@ fn read_commands_beside_a_serving_writer_give_the_servers_answers() {
         let (status, text) = server.request("GET", "/v1/inventory?cluster=fixed", None, "");
         assert_eq!(status, 200, "{text}");
         let api: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(cli, api);
-        assert_eq!(cli.as_array().unwrap().len(), 50);
+        assert_eq!(cli["objects"], api["objects"]);
+        assert_eq!(cli["objects"].as_array().unwrap().len(), 50);
 
         // SQL: the same count.
         let query = "select count(*) as n from events where cluster = 'fixed'";

@@ -90,7 +90,9 @@ fn repeated_sigkill_during_ingest_loses_and_duplicates_nothing() {
         assert_eq!(code, Some(0));
         let (_, rebuilt) = copy.json(&["inventory", "--at", at]);
         assert!(
-            survived.as_array().is_some_and(|a| !a.is_empty()),
+            survived["objects"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty()),
             "no objects live at {at}"
         );
         assert_eq!(survived, rebuilt, "inventory at {at}");

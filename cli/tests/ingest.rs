@@ -152,7 +152,7 @@ fn version_help_and_demo_work_for_a_newcomer() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("guestbook-ui"));
     let (_, objects) = l.json(&["objects", "--at", "2026-11-01T09:30:00Z"]);
-    let names: Vec<&str> = objects
+    let names: Vec<&str> = objects["objects"]
         .as_array()
         .unwrap()
         .iter()
@@ -165,7 +165,7 @@ fn version_help_and_demo_work_for_a_newcomer() {
     );
     let (_, again) = l.json(&["demo"]);
     assert!(
-        again.as_array().is_some(),
+        again["objects"].as_array().is_some(),
         "demo -o json prints one document"
     );
     let (_, csv) = (

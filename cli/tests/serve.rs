@@ -22,7 +22,7 @@ fn serve_answers_sql_and_inventory_over_loopback_and_stops_on_sigterm() {
     );
     assert_eq!(status, 200, "{body}");
     let rows: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let names: Vec<&str> = rows
+    let names: Vec<&str> = rows["objects"]
         .as_array()
         .unwrap()
         .iter()

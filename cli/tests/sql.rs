@@ -48,7 +48,7 @@ fn inventory_prints_owners_claims_and_managers_as_of_both_clocks() {
     assert_eq!(l.run(&["demo"]).status.code(), Some(0));
     let (code, rows) = l.json(&["inventory", "--at", "2026-11-01T10:30:00Z"]);
     assert_eq!(code, Some(0));
-    let rows = rows.as_array().unwrap();
+    let rows = rows["objects"].as_array().unwrap();
     let deployment = rows
         .iter()
         .find(|r| r["kind"] == "Deployment" && r["name"] == "guestbook-ui")
@@ -90,7 +90,7 @@ fn inventory_prints_owners_claims_and_managers_as_of_both_clocks() {
         "--owner",
         "helm:cache/redis",
     ]);
-    let helm = helm.as_array().unwrap();
+    let helm = helm["objects"].as_array().unwrap();
     assert_eq!(helm.len(), 1);
     assert_eq!(helm[0]["name"], "redis-master");
 
@@ -102,7 +102,7 @@ fn inventory_prints_owners_claims_and_managers_as_of_both_clocks() {
         "--known-at",
         "2000-01-01T00:00:00Z",
     ]);
-    assert_eq!(before, serde_json::json!([]));
+    assert_eq!(before["objects"], serde_json::json!([]));
 
     // The SQL table function gives the same rows.
     let (_, counted) = l.json(&[

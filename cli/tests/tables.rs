@@ -57,7 +57,7 @@ fn inventory_shows_the_columns_read_first_and_wide_shows_all() {
     assert!(widest_wide > 120, "wide is wider: {widest_wide}");
     let (code, rows) = l.json(&["inventory"]);
     assert_eq!(code, Some(0));
-    let first = rows[0].as_object().expect("rows are objects");
+    let first = rows["objects"][0].as_object().expect("rows are objects");
     assert_eq!(first.len(), 15, "{first:?}");
     assert!(first.contains_key("uid") && first.contains_key("managers"));
 }

@@ -3,6 +3,7 @@
 mod util;
 
 mod beside;
+mod coverage;
 mod crash;
 mod diff;
 mod docs;

@@ -129,7 +129,9 @@ async fn inventory_filters_by_cluster_owner_and_clock() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    let rows: Vec<Value> = serde_json::from_slice(&body).unwrap();
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(doc["at"], "2026-11-02T00:00:00Z");
+    let rows = doc["objects"].as_array().unwrap().clone();
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["one", "two"]);
     assert_eq!(rows[0]["owner"], "argocd:shop");
@@ -140,17 +142,23 @@ async fn inventory_filters_by_cluster_owner_and_clock() {
         get("/v1/inventory?at=2026-11-02T00:00:00Z&owner=argocd:shop"),
     )
     .await;
-    let rows: Vec<Value> = serde_json::from_slice(&body).unwrap();
-    assert_eq!(rows.len(), 2);
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(doc["objects"].as_array().unwrap().len(), 2);
     // Before the objects' valid time, nothing was live.
     let (_, body) = send(&store, get("/v1/inventory?at=2026-11-01T09:00:00Z")).await;
-    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!([]));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["objects"],
+        json!([])
+    );
     let (_, body) = send(
         &store,
         get("/v1/inventory?at=2026-11-02T00:00:00Z&known_at=2000-01-01T00:00:00Z"),
     )
     .await;
-    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!([]));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["objects"],
+        json!([])
+    );
 }
 
 async fn get_json(store: &Arc<Store>, uri: &str) -> (StatusCode, Value) {
@@ -172,17 +180,27 @@ async fn the_recovery_gates_answer_over_http_with_their_verdicts() {
     let (_dir, store) = store();
     let at = "at=2026-11-02T00:00:00Z";
 
+    // The store's clusters are silent long before `at`: stale, which the
+    // plan says and which needs approval unless allowed.
     let (status, plan) = get_json(
         &store,
         &format!("/v1/takeover-plan?controller=new&apps=argocd:shop&{at}"),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{plan}");
+    assert_eq!(plan["needs_approval"], true);
+    assert_eq!(plan["stale_clusters"][0]["cluster"], "c1");
+    let (_, plan) = get_json(
+        &store,
+        &format!("/v1/takeover-plan?controller=new&apps=argocd:shop&{at}&allow_stale=true"),
+    )
+    .await;
     assert_eq!(plan["needs_approval"], false);
     assert_eq!(plan["objects"].as_array().unwrap().len(), 2);
 
     // The app's manifests keep nothing on c1: `one` would be pruned.
-    let uri = format!("/v1/prune-plan?app=argocd:shop&cluster=c1&namespace=ns&{at}");
+    let uri =
+        format!("/v1/prune-plan?app=argocd:shop&cluster=c1&namespace=ns&{at}&allow_stale=true");
     let (status, plan) = post_json(&store, &uri, "[]").await;
     assert_eq!(status, StatusCode::OK, "{plan}");
     assert_eq!(plan["prune"][0]["name"], "one");

@@ -826,7 +826,7 @@ impl Store {
             return Box::new(self.scan_leaves(key, from, to));
         }
         Box::new(self.scan_indexes(key, from, to).map(|ix| {
-            let ix = ix?;
+            let (_, ix) = ix?;
             self.entry(ix)?.ok_or_else(|| {
                 StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
             })
@@ -846,7 +846,7 @@ impl Store {
             return Box::new(entries.map(|e| e.and_then(|e| Ok((e.index, e.to_leaf_bytes()?)))));
         }
         Box::new(self.scan_indexes(key, from, to).map(|ix| {
-            let ix = ix?;
+            let (_, ix) = ix?;
             let bytes = self.leaf_bytes(ix)?.ok_or_else(|| {
                 StoreError::Corrupt(format!("derived index points at missing entry {ix}"))
             })?;
@@ -854,14 +854,41 @@ impl Store {
         }))
     }
 
-    /// The log indexes of [`Store::scan`] (a writer's; a view has no key
-    /// indexes).
+    /// (valid time, log index) of each entry [`Store::scan`] would give,
+    /// read from the key index alone, no leaf: what a question about
+    /// when a cluster was heard from needs (coverage). A read-only view,
+    /// which has no key indexes, reads the leaves.
+    pub fn scan_times<'a>(
+        &'a self,
+        key: ScanKey<'a>,
+        from: Option<Timestamp>,
+        to: Option<Timestamp>,
+    ) -> Box<dyn Iterator<Item = Result<(Timestamp, u64), StoreError>> + 'a> {
+        if let Hold::View(_) = &self.hold {
+            return Box::new(
+                self.scan_leaves(key, from, to)
+                    .map(|e| e.map(|e| (e.event.time, e.index))),
+            );
+        }
+        Box::new(self.scan_indexes(key, from, to).map(|t| {
+            let (micros, index) = t?;
+            let time = Timestamp::from_unix_micros(micros).ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "the time index holds {micros} µs for entry {index}"
+                ))
+            })?;
+            Ok((time, index))
+        }))
+    }
+
+    /// (valid time in microseconds, log index) of [`Store::scan`] (a
+    /// writer's; a view has no key indexes).
     fn scan_indexes<'a>(
         &'a self,
         key: ScanKey<'a>,
         from: Option<Timestamp>,
         to: Option<Timestamp>,
-    ) -> Box<dyn Iterator<Item = Result<u64, StoreError>> + 'a> {
+    ) -> Box<dyn Iterator<Item = Result<(i64, u64), StoreError>> + 'a> {
         let keys = match &self.hold {
             Hold::Owned(owned) => &owned.keys,
             Hold::View(_) => {
@@ -1187,6 +1214,27 @@ impl Store {
                 let mut ids: Vec<String> = view.clusters.iter().map(|c| c.id.clone()).collect();
                 ids.sort();
                 Ok(ids)
+            }
+        }
+    }
+
+    /// Every cluster with an entry of any type (heartbeats included), in
+    /// id order: what a coverage question covers. From the key index; a
+    /// read-only view, which has none, reads the leaves.
+    pub fn event_clusters(&self) -> Result<Vec<String>, StoreError> {
+        match &self.hold {
+            Hold::Owned(owned) => {
+                self.keys_current()?;
+                self.repaired(|| owned.keys.event_clusters())
+            }
+            Hold::View(_) => {
+                let mut out = std::collections::BTreeSet::new();
+                for e in self.entries(0, self.lock_free_size()) {
+                    if let Some(c) = e?.event.cluster {
+                        out.insert(c);
+                    }
+                }
+                Ok(out.into_iter().collect())
             }
         }
     }

@@ -105,6 +105,18 @@ fn derived_indexes_scan_by_cluster_and_survive_reindex() {
         .map(|e| e.unwrap().index)
         .collect();
     assert_eq!(types, [1, 2, 0]);
+    // The same order with valid times, from the keys alone.
+    let times: Vec<(String, u64)> = store
+        .scan_times(ScanKey::Cluster("c1"), None, None)
+        .map(|t| t.map(|(t, i)| (t.to_string(), i)).unwrap())
+        .collect();
+    assert_eq!(
+        times,
+        [
+            ("2026-11-01T10:02:00Z".to_string(), 2),
+            ("2026-11-01T10:05:00Z".to_string(), 0)
+        ]
+    );
 }
 
 #[test]

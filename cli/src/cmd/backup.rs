@@ -2,6 +2,7 @@
 //! it is empty, shrank, or misses apps.
 
 use annal_ingest::manifests;
+use annal_query::asof::coverage::Stale;
 use annal_query::asof::inventory::AsOf;
 use annal_query::recovery::backup::{self, Report};
 use annal_schemas::Timestamp;
@@ -26,7 +27,8 @@ fn check(store: &Store, args: &BackupCheckArgs, printer: &Printer) -> anyhow::Re
         .collect();
     let as_of = AsOf::new(store, args.at.unwrap_or_else(Timestamp::now), args.known_at)?;
     let report = backup::check(store, &exported, &as_of)?;
-    print(&report, printer)?;
+    let stale = super::coverage::stale(store, &[], &as_of, &args.freshness, printer)?;
+    print(&report, &stale, printer)?;
     Ok(if report.flags.is_empty() {
         Exit::Ok
     } else {
@@ -34,9 +36,15 @@ fn check(store: &Store, args: &BackupCheckArgs, printer: &Printer) -> anyhow::Re
     })
 }
 
-fn print(r: &Report, printer: &Printer) -> anyhow::Result<()> {
+fn print(r: &Report, stale: &[Stale], printer: &Printer) -> anyhow::Result<()> {
     if printer.format == OutputFormat::Json {
-        printer.document(r, &[("needs_approval", json!(!r.flags.is_empty()))])?;
+        printer.document(
+            r,
+            &[
+                ("needs_approval", json!(!r.flags.is_empty())),
+                ("stale_clusters", json!(stale)),
+            ],
+        )?;
         return Ok(());
     }
     let verdict = if r.flags.is_empty() {

@@ -59,6 +59,11 @@ pub fn run(data: &Path, printer: &Printer) -> anyhow::Result<Exit> {
             known_at: None,
             cluster: None,
             owner: None,
+            freshness: crate::args::Freshness {
+                gap: std::time::Duration::from_secs(
+                    annal_query::asof::coverage::DEFAULT_GAP_SECONDS as u64,
+                ),
+            },
         },
         printer,
     )?;

@@ -14,6 +14,13 @@ pub fn run(store: &Store, args: &DiffArgs, printer: &Printer) -> anyhow::Result<
     let (from, to) = diff::sides(store, args.from, to, args.known_at)?;
     let owned = |r: &DiffRow| args.owner.as_ref().is_none_or(|o| r.owned_by(o));
     let clusters = (!args.clusters.is_empty()).then_some(args.clusters.as_slice());
+    // Stale at either instant: the diff there is only as good as the data.
+    let mut stale = super::coverage::stale(store, &args.clusters, &from, &args.freshness, printer)?;
+    for s in super::coverage::stale(store, &args.clusters, &to, &args.freshness, printer)? {
+        if !stale.contains(&s) {
+            stale.push(s);
+        }
+    }
     let rows = diff::fleet_diff(store, clusters, &from, &to)?;
     if printer.format == OutputFormat::Json {
         let mut doc = diff::Document::default();
@@ -26,6 +33,7 @@ pub fn run(store: &Store, args: &DiffArgs, printer: &Printer) -> anyhow::Result<
         let extra = [
             ("from", json!(args.from.to_string())),
             ("to", json!(to.valid.to_string())),
+            ("stale_clusters", json!(stale)),
         ];
         printer.document(&doc, &extra)?;
         return Ok(Exit::Ok);

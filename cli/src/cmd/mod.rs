@@ -1,6 +1,7 @@
 //! One module per command; [`run`] dispatches.
 
 mod backup;
+mod coverage;
 mod demo;
 mod diff;
 mod export;
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Log(args) => inspect::log(&open(data)?, &args, &printer),
         Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
         Command::Diff(args) => diff::run(&open(data)?, &args, &printer),
+        Command::Coverage(args) => coverage::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open_writer(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),

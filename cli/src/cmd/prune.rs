@@ -1,6 +1,7 @@
 //! `annal prune-plan`: what pruning an app would delete, as a CI gate.
 
 use annal_ingest::manifests;
+use annal_query::asof::coverage::Stale;
 use annal_query::asof::inventory::AsOf;
 use annal_query::recovery::prune::{self, Plan, Request};
 use annal_schemas::Timestamp;
@@ -36,8 +37,15 @@ pub fn run(store: &Store, args: &PruneArgs, printer: &Printer) -> anyhow::Result
     };
     let as_of = AsOf::new(store, args.at.unwrap_or_else(Timestamp::now), args.known_at)?;
     let plan = prune::plan(store, &request, &as_of)?;
-    let approval = plan.needs_approval();
-    print(&plan, approval, printer)?;
+    let stale = super::coverage::stale(
+        store,
+        std::slice::from_ref(&args.cluster),
+        &as_of,
+        &args.freshness,
+        printer,
+    )?;
+    let approval = plan.needs_approval() || (!stale.is_empty() && !args.allow_stale);
+    print(&plan, &stale, approval, printer)?;
     Ok(if approval {
         Exit::NeedsApproval
     } else {
@@ -45,7 +53,7 @@ pub fn run(store: &Store, args: &PruneArgs, printer: &Printer) -> anyhow::Result
     })
 }
 
-fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
+fn print(plan: &Plan, stale: &[Stale], approval: bool, printer: &Printer) -> anyhow::Result<()> {
     let flagged = plan.prune.iter().filter(|o| !o.flags.is_empty()).count();
     let verdict = if approval { "needs approval" } else { "safe" };
     let headline = format!(
@@ -58,7 +66,13 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
     );
     match printer.format {
         OutputFormat::Json => {
-            printer.document(plan, &[("needs_approval", json!(approval))])?;
+            printer.document(
+                plan,
+                &[
+                    ("needs_approval", json!(approval)),
+                    ("stale_clusters", json!(stale)),
+                ],
+            )?;
             return Ok(());
         }
         OutputFormat::Markdown => printer.prose(&format!(
@@ -72,6 +86,9 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
     }
     for f in &plan.flags {
         printer.prose(&format!("threshold: {}", f.detail))?;
+    }
+    for s in stale {
+        printer.prose(&s.describe())?;
     }
     let mut table = Table::new(&["action", "group", "kind", "namespace", "name", "flags"])
         .narrow(&["action", "kind", "namespace", "name", "flags"]);

@@ -27,8 +27,15 @@ fn status(store: &Store, args: &RolloutStatusArgs, printer: &Printer) -> anyhow:
         &as_of,
     )?;
     let failed: u64 = s.cohorts.iter().map(|c| c.failed).sum();
+    let stale = super::coverage::stale(store, &[], &as_of, &args.freshness, printer)?;
     if printer.format == OutputFormat::Json {
-        printer.document(&s, &[("needs_approval", json!(failed > 0))])?;
+        printer.document(
+            &s,
+            &[
+                ("needs_approval", json!(failed > 0)),
+                ("stale_clusters", json!(stale)),
+            ],
+        )?;
     } else {
         let heading = format!(
             "Rollout of {} at {} by {}: {} failed\n",

@@ -1,5 +1,6 @@
 //! `annal takeover-plan`: what a new controller may adopt, as a CI gate.
 
+use annal_query::asof::coverage::Stale;
 use annal_query::asof::inventory::AsOf;
 use annal_query::recovery::takeover::{self, Class, Plan, Request, Scope};
 use annal_schemas::Timestamp;
@@ -41,8 +42,12 @@ pub fn run(store: &Store, args: &TakeoverArgs, printer: &Printer) -> anyhow::Res
         ))
         .into());
     }
-    let approval = plan.needs_approval() && !args.allow_conflicts;
-    print(&plan, approval, printer)?;
+    let mut clusters: Vec<String> = plan.summary.iter().map(|s| s.cluster.clone()).collect();
+    clusters.dedup();
+    let stale = super::coverage::stale(store, &clusters, &as_of, &args.freshness, printer)?;
+    let approval = (plan.needs_approval() && !args.allow_conflicts)
+        || (!stale.is_empty() && !args.allow_stale);
+    print(&plan, &stale, approval, printer)?;
     Ok(if approval {
         Exit::NeedsApproval
     } else {
@@ -50,13 +55,17 @@ pub fn run(store: &Store, args: &TakeoverArgs, printer: &Printer) -> anyhow::Res
     })
 }
 
-fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
-    let verdict = if !plan.needs_approval() {
+fn print(plan: &Plan, stale: &[Stale], approval: bool, printer: &Printer) -> anyhow::Result<()> {
+    let verdict = if !plan.needs_approval() && stale.is_empty() {
         "safe: every object is ADOPT"
+    } else if !plan.needs_approval() && approval {
+        "needs approval: every object is ADOPT, but a cluster's data is stale"
     } else if approval {
         "needs approval: some objects are not ADOPT"
-    } else {
+    } else if plan.needs_approval() {
         "allowed: some objects are not ADOPT (--allow-conflicts)"
+    } else {
+        "allowed: every object is ADOPT, on stale data (--allow-stale)"
     };
     let counts: Vec<String> = Class::ALL
         .iter()
@@ -69,6 +78,7 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
                 &[
                     ("needs_approval", json!(approval)),
                     ("verdict", json!(verdict)),
+                    ("stale_clusters", json!(stale)),
                 ],
             )?;
             return Ok(());
@@ -90,6 +100,9 @@ fn print(plan: &Plan, approval: bool, printer: &Printer) -> anyhow::Result<()> {
             ))?;
         }
         OutputFormat::Csv => {}
+    }
+    for s in stale {
+        printer.prose(&s.describe())?;
     }
     if printer.format != OutputFormat::Csv {
         let mut summary = Table::new(&["cluster", "app", "adopt", "conflict", "orphan", "missing"]);

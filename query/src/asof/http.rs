@@ -5,6 +5,12 @@
 //! - `GET /v1/diff?from=T1&to=T2&known_at=TS&cluster=C1,C2&owner=APP`: what
 //!   changed between the two instants (`to` default now), the document
 //!   `annal diff -o json` prints.
+//! - `GET /v1/coverage?from=T1&to=T2&at=TS&known_at=TS&cluster=C1,C2&gap=10m`:
+//!   when each cluster was heard from, its gaps, and whether it is stale
+//!   at `at`, the document `annal coverage -o json` prints.
+//!
+//! Each as-of document carries `stale_clusters` (`gap=` sets the
+//! threshold): the clusters in scope whose data at the instant is stale.
 
 use std::sync::Arc;
 
@@ -15,9 +21,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::asof::diff;
 use crate::asof::inventory::{self, AsOf};
-use crate::http::request::{answer, clocks, list, params, Params};
+use crate::asof::{coverage, diff};
+use crate::http::request::{answer, clocks, gap_seconds, list, params, Params};
 use crate::http::ApiError;
 
 /// The as-of read routes over `store`.
@@ -25,6 +31,7 @@ pub fn router(store: Arc<Store>) -> Router {
     Router::new()
         .route("/v1/inventory", get(inventory))
         .route("/v1/diff", get(diff_of))
+        .route("/v1/coverage", get(coverage_of))
         .with_state(store)
 }
 
@@ -36,6 +43,7 @@ struct InventoryParams {
     known_at: Option<String>,
     cluster: Option<String>,
     owner: Option<String>,
+    gap: Option<String>,
 }
 
 async fn inventory(
@@ -44,6 +52,7 @@ async fn inventory(
 ) -> Result<Json<Value>, ApiError> {
     let p = params(p)?;
     let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let gap = gap_seconds(&p.gap)?;
     answer(move || {
         let as_of = AsOf::new(&store, at, known_at)?;
         let rows: Vec<Value> = inventory::fleet_at(&store, p.cluster.as_deref(), &as_of)?
@@ -51,7 +60,15 @@ async fn inventory(
             .filter(|r| p.owner.as_ref().is_none_or(|o| r.claims.contains(o)))
             .map(|r| r.to_json())
             .collect();
-        Ok((rows, vec![]))
+        let scope: Vec<String> = p.cluster.iter().cloned().collect();
+        let stale = coverage::stale_in(&store, &scope, &as_of, gap)?;
+        let doc = json!({
+            "at": as_of.valid.to_string(),
+            "known_at": as_of.known_at.map(|t| t.to_string()),
+            "stale_clusters": stale,
+            "objects": rows,
+        });
+        Ok((doc, vec![]))
     })
     .await
 }
@@ -65,6 +82,7 @@ struct DiffParams {
     known_at: Option<String>,
     cluster: Option<String>,
     owner: Option<String>,
+    gap: Option<String>,
 }
 
 async fn diff_of(
@@ -75,8 +93,15 @@ async fn diff_of(
     let (to, known_at) = clocks(&p.to, &p.known_at)?;
     let (from, _) = clocks(&Some(p.from.clone()), &None)?;
     let clusters = list(&p.cluster);
+    let gap = gap_seconds(&p.gap)?;
     answer(move || {
         let (from, to) = diff::sides(&store, from, to, known_at)?;
+        let mut stale = coverage::stale_in(&store, &clusters, &from, gap)?;
+        for s in coverage::stale_in(&store, &clusters, &to, gap)? {
+            if !stale.contains(&s) {
+                stale.push(s);
+            }
+        }
         let scope = (!clusters.is_empty()).then_some(clusters.as_slice());
         let mut doc = diff::Document::default();
         for r in diff::fleet_diff(&store, scope, &from, &to)? {
@@ -88,8 +113,50 @@ async fn diff_of(
         let extra = vec![
             ("from", json!(from.valid.to_string())),
             ("to", json!(to.valid.to_string())),
+            ("stale_clusters", json!(stale)),
         ];
         Ok((doc, extra))
+    })
+    .await
+}
+
+/// Query string of `GET /v1/coverage`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CoverageParams {
+    from: Option<String>,
+    to: Option<String>,
+    at: Option<String>,
+    known_at: Option<String>,
+    cluster: Option<String>,
+    gap: Option<String>,
+}
+
+async fn coverage_of(
+    State(store): State<Arc<Store>>,
+    p: Params<CoverageParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let (to, known_at) = clocks(&p.to, &p.known_at)?;
+    let from = match &p.from {
+        Some(_) => Some(clocks(&p.from, &None)?.0),
+        None => None,
+    };
+    let at = match &p.at {
+        Some(_) => clocks(&p.at, &None)?.0,
+        None => to,
+    };
+    let gap = gap_seconds(&p.gap)?.unwrap_or(coverage::DEFAULT_GAP_SECONDS);
+    let clusters = list(&p.cluster);
+    answer(move || {
+        let window = coverage::Window {
+            from,
+            to,
+            at: AsOf::new(&store, at, known_at)?,
+            gap_seconds: gap,
+        };
+        let doc = coverage::document(&store, &clusters, &window)?;
+        Ok((doc, vec![]))
     })
     .await
 }

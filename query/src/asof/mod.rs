@@ -1,6 +1,8 @@
 //! As-of answers: what the ledger says existed at a valid time T, as it
 //! knew it at a system time T' (DESIGN "Time travel and ownership").
 //!
+//! - [`coverage`]: when each cluster was heard from, its gaps, and
+//!   which clusters are stale at T;
 //! - [`diff`]: what changed between two instants;
 //! - [`inventory`]: the objects live at T on each cluster and who owned
 //!   them (the [`inventory::AsOf`] binder of both clocks is here; every
@@ -11,6 +13,7 @@
 //! - [`live_object`]: what a plan reads from an object's live version;
 //! - [`http`]: `GET /v1/inventory`.
 
+pub mod coverage;
 pub mod diff;
 pub mod http;
 pub mod inventory;

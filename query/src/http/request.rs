@@ -28,6 +28,18 @@ pub fn clocks(
     Ok((time("at", at)?.unwrap_or(now), time("known_at", known_at)?))
 }
 
+/// `gap=10m` (a coverage threshold; `None`: the default), or 400.
+pub fn gap_seconds(gap: &Option<String>) -> Result<Option<i64>, ApiError> {
+    gap.as_deref()
+        .map(|g| match annal_schemas::duration_seconds(g) {
+            Some(s) if s > 0 => Ok(i64::try_from(s).unwrap_or(i64::MAX)),
+            _ => Err(ApiError::BadRequest(format!(
+                "gap={g:?}: expected a duration longer than 0s, like 10m or 2h"
+            ))),
+        })
+        .transpose()
+}
+
 /// A query string, or 400 naming what is wrong with it.
 pub type Params<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
 

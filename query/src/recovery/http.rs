@@ -24,9 +24,10 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::asof::coverage;
 use crate::asof::inventory::AsOf;
 use crate::error::QueryError;
-use crate::http::request::{answer, clocks, list, params, Params};
+use crate::http::request::{answer, clocks, gap_seconds, list, params, Params};
 use crate::http::ApiError;
 use crate::recovery::{backup, fence, placement, prune, rollout, takeover};
 
@@ -53,6 +54,8 @@ struct TakeoverParams {
     at: Option<String>,
     known_at: Option<String>,
     normal_managers: Option<String>,
+    gap: Option<String>,
+    allow_stale: Option<bool>,
 }
 
 async fn takeover_plan(
@@ -77,10 +80,21 @@ async fn takeover_plan(
         normal_managers: list(&p.normal_managers),
     };
     let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let gap = gap_seconds(&p.gap)?;
     answer(move || {
-        let plan = takeover::plan(&store, &request, &AsOf::new(&store, at, known_at)?)?;
-        let approval = plan.needs_approval();
-        Ok((plan, vec![("needs_approval", json!(approval))]))
+        let as_of = AsOf::new(&store, at, known_at)?;
+        let plan = takeover::plan(&store, &request, &as_of)?;
+        let mut clusters: Vec<String> = plan.summary.iter().map(|s| s.cluster.clone()).collect();
+        clusters.dedup();
+        let stale = coverage::stale_in(&store, &clusters, &as_of, gap)?;
+        let approval = plan.needs_approval() || (!stale.is_empty() && p.allow_stale != Some(true));
+        Ok((
+            plan,
+            vec![
+                ("needs_approval", json!(approval)),
+                ("stale_clusters", json!(stale)),
+            ],
+        ))
     })
     .await
 }
@@ -96,6 +110,8 @@ struct PruneParams {
     max_deletions: Option<u64>,
     max_fraction: Option<f64>,
     normal_managers: Option<String>,
+    gap: Option<String>,
+    allow_stale: Option<bool>,
 }
 
 async fn prune_plan(
@@ -119,10 +135,20 @@ async fn prune_plan(
         normal_managers: list(&p.normal_managers),
     };
     let (at, known_at) = clocks(&p.at, &p.known_at)?;
+    let (gap, allow_stale) = (gap_seconds(&p.gap)?, p.allow_stale == Some(true));
     answer(move || {
-        let plan = prune::plan(&store, &request, &AsOf::new(&store, at, known_at)?)?;
-        let approval = plan.needs_approval();
-        Ok((plan, vec![("needs_approval", json!(approval))]))
+        let as_of = AsOf::new(&store, at, known_at)?;
+        let plan = prune::plan(&store, &request, &as_of)?;
+        let stale =
+            coverage::stale_in(&store, std::slice::from_ref(&request.cluster), &as_of, gap)?;
+        let approval = plan.needs_approval() || (!stale.is_empty() && !allow_stale);
+        Ok((
+            plan,
+            vec![
+                ("needs_approval", json!(approval)),
+                ("stale_clusters", json!(stale)),
+            ],
+        ))
     })
     .await
 }
@@ -228,9 +254,17 @@ async fn backup_check(
         .collect();
     let (at, known_at) = clocks(&p.at, &p.known_at)?;
     answer(move || {
-        let r = backup::check(&store, &exported, &AsOf::new(&store, at, known_at)?)?;
+        let as_of = AsOf::new(&store, at, known_at)?;
+        let r = backup::check(&store, &exported, &as_of)?;
         let approval = !r.flags.is_empty();
-        Ok((r, vec![("needs_approval", json!(approval))]))
+        let stale = coverage::stale_in(&store, &[], &as_of, None)?;
+        Ok((
+            r,
+            vec![
+                ("needs_approval", json!(approval)),
+                ("stale_clusters", json!(stale)),
+            ],
+        ))
     })
     .await
 }
@@ -256,7 +290,14 @@ async fn rollout_status(
         let attribute = p.cohort_attribute.as_deref().unwrap_or("wave");
         let s = rollout::status(&store, &p.revision, p.app.as_deref(), attribute, &as_of)?;
         let failed: u64 = s.cohorts.iter().map(|c| c.failed).sum();
-        Ok((s, vec![("needs_approval", json!(failed > 0))]))
+        let stale = coverage::stale_in(&store, &[], &as_of, None)?;
+        Ok((
+            s,
+            vec![
+                ("needs_approval", json!(failed > 0)),
+                ("stale_clusters", json!(stale)),
+            ],
+        ))
     })
     .await
 }

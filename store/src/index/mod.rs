@@ -403,14 +403,19 @@ impl Indexes {
         self.keys.id(id)
     }
 
-    /// Log indexes of entries under `key` with valid time in `[from, to)`,
-    /// in (valid time, index) order.
+    /// Every cluster with an entry, in id order.
+    pub(crate) fn event_clusters(&self) -> Result<Vec<String>, StoreError> {
+        self.keys.clusters()
+    }
+
+    /// (valid time in microseconds, log index) of the entries under `key`
+    /// with valid time in `[from, to)`, in that order.
     pub(crate) fn scan(
         &self,
         key: ScanKey<'_>,
         from: Option<Timestamp>,
         to: Option<Timestamp>,
-    ) -> impl Iterator<Item = Result<u64, StoreError>> + 'static {
+    ) -> impl Iterator<Item = Result<(i64, u64), StoreError>> + 'static {
         self.keys.scan(key, from, to)
     }
 
