@@ -54,7 +54,7 @@ def main():
         WHERE rn = 1 AND NOT deleted""").fetchall()
     duck = sorted(tuple(r) for r in live)
     inventory = sorted((r["cluster"], r["kind"], r["namespace"], r["name"])
-                       for r in annal(binary, data, "inventory", "--at", "2100-01-01T00:00:00Z"))
+                       for r in annal(binary, data, "inventory", "--at", "2100-01-01T00:00:00Z")["objects"])
     print(f"parquet objects: DuckDB's latest-version window query finds {len(duck)} live objects, annal inventory {len(inventory)}")
     if duck != inventory:
         failures.append(f"live objects differ: only DuckDB {sorted(set(duck) - set(inventory))[:5]}, "

@@ -78,6 +78,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// When each cluster was heard from: events, silences longer than --gap, and whether it is stale at --at.
     Coverage(CoverageArgs),
+    /// Every version of one object with who made it (person, manager, app, revision) and what changed; --field gives a field's blame.
+    History(HistoryArgs),
     /// Rebuild the derived indexes from the log.
     Reindex,
     /// Inspect, re-ingest or drop rejected input.
@@ -555,6 +557,28 @@ pub struct CoverageArgs {
     pub clusters: Vec<String>,
     #[command(flatten)]
     pub freshness: Freshness,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The cluster.
+    #[arg(long, value_name = "ID")]
+    pub cluster: String,
+    /// Kind (`Deployment`, `ConfigMap`, ...).
+    #[arg(long, value_name = "KIND")]
+    pub kind: String,
+    /// API group (needed only when the kind exists in two groups; "" for core).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// Namespace (omit for cluster-scoped objects).
+    #[arg(long, short = 'n', value_name = "NS", default_value = "")]
+    pub namespace: String,
+    /// Name.
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// Blame one field (`spec.replicas`): each value it had, from when to when, set by whom.
+    #[arg(long, value_name = "PATH")]
+    pub field: Option<String>,
 }
 
 #[derive(Debug, Args)]

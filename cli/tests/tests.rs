@@ -9,6 +9,7 @@ mod diff;
 mod docs;
 mod drill;
 mod gates;
+mod history;
 mod ingest;
 mod kafka;
 mod migration;

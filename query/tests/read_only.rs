@@ -112,6 +112,7 @@ fn statements_that_write_are_refused_and_nothing_is_created() {
         assert_eq!(
             names,
             [
+                "changes",
                 "clusters",
                 "events",
                 "managed_fields",

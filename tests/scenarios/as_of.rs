@@ -502,6 +502,53 @@ fn reference_diff(
     out
 }
 
+/// (log index, deletion, changed fields).
+type NaiveVersion = (u64, bool, Vec<String>);
+
+/// Every object's versions by the naive rule, as (log index, deletion,
+/// fields changed against the version before when both are live and of
+/// one uid).
+fn reference_histories(entries: &[Entry]) -> BTreeMap<Identity, Vec<NaiveVersion>> {
+    type Ordered<'a> = Vec<((i64, u64, u64), &'a Entry)>;
+    let mut versions: BTreeMap<Identity, Ordered> = BTreeMap::new();
+    for e in entries {
+        if matches!(
+            e.event.event_type,
+            EventType::ObjectObserved | EventType::ObjectDeleted
+        ) {
+            let (key, order) = version_key(e);
+            versions.entry(key).or_default().push((order, e));
+        }
+    }
+    let uid = |e: &Entry| e.event.data.pointer("/metadata/uid").cloned();
+    versions
+        .into_iter()
+        .map(|(key, mut list)| {
+            list.sort_by_key(|(order, _)| *order);
+            let mut out = Vec::new();
+            let mut before: Option<&Entry> = None;
+            for (_, e) in list {
+                let deleted = e.event.event_type == EventType::ObjectDeleted;
+                let mut fields = Vec::new();
+                if let Some(b) = before {
+                    let both_live = !deleted && b.event.event_type == EventType::ObjectObserved;
+                    if both_live && uid(b) == uid(e) {
+                        annal_query::asof::diff::differences(
+                            "",
+                            &b.event.data,
+                            &e.event.data,
+                            &mut fields,
+                        );
+                    }
+                }
+                out.push((e.index, deleted, fields));
+                before = Some(e);
+            }
+            (key, out)
+        })
+        .collect()
+}
+
 /// `annal diff`'s rows for t1..t2, in the reference's terms.
 fn diff_answer(
     store: &Store,
@@ -546,6 +593,40 @@ proptest! {
         // The index is a cache: rebuilt from the log, it answers the same.
         store.reindex().unwrap();
         check(&store)?;
+    }
+
+    /// `object_history` of every object is the naive per-object version
+    /// list: every version (deletions included), in (time,
+    /// resourceVersion, index) order, each changed field against the one
+    /// before, whatever the arrival order.
+    #[test]
+    fn object_history_equals_the_naive_version_list(
+        gens in stream(),
+        seed in any::<u64>(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let events: Vec<Envelope> = gens.iter().enumerate().map(|(n, g)| envelope(n, g)).collect();
+        let order = shuffled(events.len(), seed);
+        let (_dir, store) = ingest(&events, &order, &cuts, 0);
+        let entries: Vec<Entry> = store.entries(0, store.size()).map(Result::unwrap).collect();
+        for (key, naive) in reference_histories(&entries) {
+            let q = annal_query::asof::history::ObjectQuery {
+                cluster: key.0.clone(),
+                group: Some(key.1.clone()),
+                kind: key.2.clone(),
+                namespace: key.3.clone(),
+                name: key.4.clone(),
+            };
+            let got: Vec<(u64, bool, Vec<String>)> = annal_query::asof::history::object_history(&store, &q)
+                .unwrap()
+                .into_iter()
+                .map(|r| {
+                    let deleted = r.change == annal_query::asof::history::VersionChange::Deleted;
+                    (r.index, deleted, r.changed)
+                })
+                .collect();
+            prop_assert_eq!(got, naive, "{:?}", key);
+        }
     }
 
     /// `fleet_diff(t1, t2)` is the difference of the two naive folds,

@@ -6,6 +6,7 @@ mod demo;
 mod diff;
 mod export;
 mod fence;
+mod history;
 mod ingest;
 mod inspect;
 mod inventory;
@@ -46,6 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Inventory(args) => inventory::run(&open(data)?, &args, &printer),
         Command::Diff(args) => diff::run(&open(data)?, &args, &printer),
         Command::Coverage(args) => coverage::run(&open(data)?, &args, &printer),
+        Command::History(args) => history::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open_writer(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),

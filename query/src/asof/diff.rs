@@ -278,7 +278,10 @@ pub fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 
 /// The managers among `owned` (a version's) owning a field under or above
 /// one of `fields` (list selectors such as `[name="web"]` aside).
-fn managers_of(owned: Vec<managed_fields::ManagerFields>, fields: &[String]) -> Vec<String> {
+pub(crate) fn managers_of(
+    owned: Vec<managed_fields::ManagerFields>,
+    fields: &[String],
+) -> Vec<String> {
     if fields.is_empty() {
         return Vec::new();
     }

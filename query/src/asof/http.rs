@@ -8,6 +8,9 @@
 //! - `GET /v1/coverage?from=T1&to=T2&at=TS&known_at=TS&cluster=C1,C2&gap=10m`:
 //!   when each cluster was heard from, its gaps, and whether it is stale
 //!   at `at`, the document `annal coverage -o json` prints.
+//! - `GET /v1/history?cluster=C&kind=K&group=G&namespace=NS&name=N&field=PATH`:
+//!   every version of one object with who made it, or a field's blame,
+//!   the document `annal history -o json` prints (404: no such object).
 //!
 //! Each as-of document carries `stale_clusters` (`gap=` sets the
 //! threshold): the clusters in scope whose data at the instant is stale.
@@ -22,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::asof::inventory::{self, AsOf};
-use crate::asof::{coverage, diff};
+use crate::asof::{coverage, diff, history};
 use crate::http::request::{answer, clocks, gap_seconds, list, params, Params};
 use crate::http::ApiError;
 
@@ -32,6 +35,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/v1/inventory", get(inventory))
         .route("/v1/diff", get(diff_of))
         .route("/v1/coverage", get(coverage_of))
+        .route("/v1/history", get(history_of))
         .with_state(store)
 }
 
@@ -159,4 +163,31 @@ async fn coverage_of(
         Ok((doc, vec![]))
     })
     .await
+}
+
+/// Query string of `GET /v1/history`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryParams {
+    cluster: String,
+    kind: String,
+    group: Option<String>,
+    namespace: Option<String>,
+    name: String,
+    field: Option<String>,
+}
+
+async fn history_of(
+    State(store): State<Arc<Store>>,
+    p: Params<HistoryParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let q = history::ObjectQuery {
+        cluster: p.cluster,
+        group: p.group,
+        kind: p.kind,
+        namespace: p.namespace.unwrap_or_default(),
+        name: p.name,
+    };
+    answer(move || Ok((history::document(&store, &q, p.field.as_deref())?, vec![]))).await
 }

@@ -4,6 +4,8 @@
 //! - [`coverage`]: when each cluster was heard from, its gaps, and
 //!   which clusters are stale at T;
 //! - [`diff`]: what changed between two instants;
+//! - [`history`]: every version of an object, who made it, and the
+//!   blame of a field;
 //! - [`inventory`]: the objects live at T on each cluster and who owned
 //!   them (the [`inventory::AsOf`] binder of both clocks is here; every
 //!   recovery gate takes one);
@@ -15,6 +17,7 @@
 
 pub mod coverage;
 pub mod diff;
+pub mod history;
 pub mod http;
 pub mod inventory;
 pub mod live_object;

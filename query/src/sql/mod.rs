@@ -110,6 +110,14 @@ pub async fn session_with(
     );
     ctx.register_udtf("inventory_at", Arc::new(inventory::function(store.clone())));
     ctx.register_udtf("inventory_diff", Arc::new(diff::function(store.clone())));
+    ctx.register_table(
+        "changes",
+        Arc::new(crate::tables::history::table(store.clone())),
+    )?;
+    ctx.register_udtf(
+        "object_history",
+        Arc::new(crate::tables::history::function(store.clone())),
+    );
     crate::tables::syncs::register(&ctx, store)?;
     Ok(ctx)
 }

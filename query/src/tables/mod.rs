@@ -12,6 +12,8 @@
 //! | `clusters_at(T [, known_at])` | each cluster's registry entry at T |
 //! | `last_good_at(T [, known_at])` | last-good revision per (cluster, app) at T |
 //! | `inventory_diff(T1, T2 [, known_at])` | objects that differ between T1 and T2 |
+//! | `changes` | every object version with who made it and what it changed |
+//! | `object_history(cluster, kind, namespace, name)` | one object's `changes` rows |
 //!
 //! Each table module holds only what is particular to it: a schema, the
 //! filters its scan applies, and the scan, as an [`adapter::Source`]
@@ -28,6 +30,7 @@ pub mod diff;
 mod estimated;
 pub mod events;
 mod fold;
+pub mod history;
 pub mod inventory;
 pub mod managed_fields;
 mod object_batch;
