@@ -80,6 +80,8 @@ pub enum Command {
     Coverage(CoverageArgs),
     /// Every version of one object with who made it (person, manager, app, revision) and what changed; --field gives a field's blame.
     History(HistoryArgs),
+    /// Writes to GitOps-owned objects outside Git (kubectl edit, a break-glass user, another operator) and whether the owning controller reverted them (exit 3: any not reverted).
+    Drift(DriftArgs),
     /// Rebuild the derived indexes from the log.
     Reindex,
     /// Inspect, re-ingest or drop rejected input.
@@ -557,6 +559,25 @@ pub struct CoverageArgs {
     pub clusters: Vec<String>,
     #[command(flatten)]
     pub freshness: Freshness,
+}
+
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    /// Writes at or after this valid time (default: a day ago).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub since: Option<annal_schemas::Timestamp>,
+    /// Writes before this valid time (default: now).
+    #[arg(long, value_name = "TS", value_parser = parse_time)]
+    pub until: Option<annal_schemas::Timestamp>,
+    /// Only this cluster (repeatable).
+    #[arg(long = "cluster", value_name = "ID")]
+    pub clusters: Vec<String>,
+    /// Only objects this app owns.
+    #[arg(long, value_name = "APP")]
+    pub app: Option<String>,
+    /// A further field manager whose writes are never drift (an autoscaler of your own); repeatable.
+    #[arg(long = "normal-manager", value_name = "NAME")]
+    pub normal_managers: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod coverage;
 mod crash;
 mod diff;
 mod docs;
+mod drift;
 mod drill;
 mod gates;
 mod history;

@@ -4,6 +4,7 @@ mod backup;
 mod coverage;
 mod demo;
 mod diff;
+mod drift;
 mod export;
 mod fence;
 mod history;
@@ -48,6 +49,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Diff(args) => diff::run(&open(data)?, &args, &printer),
         Command::Coverage(args) => coverage::run(&open(data)?, &args, &printer),
         Command::History(args) => history::run(&open(data)?, &args, &printer),
+        Command::Drift(args) => drift::run(&open(data)?, &args, &printer),
         Command::Reindex => inspect::reindex(&open_writer(data)?, &printer),
         Command::Quarantine(sub) => quarantine::run(&open(data)?, sub, &printer),
         Command::Demo => demo::run(data, &printer),

@@ -215,7 +215,7 @@ pub fn object_history(store: &Store, q: &ObjectQuery) -> Result<Vec<HistoryRow>,
         return Ok(Vec::new());
     };
     let rows: Vec<&VersionRow> = cv.rows().iter().filter(|r| r.object == id).collect();
-    versions_of(store, &cv, rows)
+    versions_of_rows(store, &cv, rows, true)
 }
 
 /// [`object_history`], an object with no version being an error that
@@ -273,17 +273,19 @@ pub fn cluster_changes(store: &Store, cluster: &str) -> Result<Vec<HistoryRow>, 
     for id in order {
         let rows = std::mem::take(&mut by_object[id as usize]);
         if !rows.is_empty() {
-            out.extend(versions_of(store, &cv, rows)?);
+            out.extend(versions_of_rows(store, &cv, rows, true)?);
         }
     }
     Ok(out)
 }
 
-/// The history rows of one object's version rows.
-fn versions_of(
+/// The history rows of one object's version rows; who made each is
+/// joined only when `join` (else see [`join`]).
+pub(crate) fn versions_of_rows(
     store: &Store,
     cv: &ClusterVersions,
     mut rows: Vec<&VersionRow>,
+    join: bool,
 ) -> Result<Vec<HistoryRow>, QueryError> {
     rows.sort_by_key(|r| r.order());
     let mut out: Vec<HistoryRow> = Vec::with_capacity(rows.len());
@@ -347,7 +349,9 @@ fn versions_of(
             changed,
             managers,
         };
-        join_people(store, &entry, since, &mut row)?;
+        if join {
+            join_people(store, &entry, since, &mut row)?;
+        }
         previous = Some((entry, deleted));
         out.push(row);
     }
@@ -380,8 +384,7 @@ pub fn blame(
                 let entry = store
                     .entry(v.index)?
                     .ok_or_else(|| QueryError::NotFound(format!("no entry {}", v.index)))?;
-                path.iter()
-                    .try_fold(&entry.event.data, |at, key| at.get(key))
+                value_at(&entry.event.data, &field)
                     .cloned()
                     .unwrap_or(Value::Null)
             }
@@ -451,6 +454,36 @@ fn controller_of(user: &str) -> String {
         Some(sa) => sa.rsplit(':').next().unwrap_or(sa).to_string(),
         None => user.to_string(),
     }
+}
+
+/// Fills who made `row`, a version after `since` (the version before),
+/// when [`versions_of_rows`] left it out.
+pub(crate) fn join(
+    store: &Store,
+    row: &mut HistoryRow,
+    since: Option<Timestamp>,
+) -> Result<(), QueryError> {
+    let entry = store
+        .entry(row.index)?
+        .ok_or_else(|| QueryError::NotFound(format!("no entry {}", row.index)))?;
+    join_people(store, &entry, since, row)
+}
+
+/// The value at `path` as [`differences`] names it (`.spec.replicas`,
+/// `.metadata.annotations.argocd.argoproj.io/tracking-id`: a key may hold
+/// dots, so at each level the shortest key present wins).
+pub fn value_at<'a>(data: &'a Value, path: &str) -> Option<&'a Value> {
+    let rest = path.strip_prefix('.').unwrap_or(path);
+    if rest.is_empty() {
+        return Some(data);
+    }
+    let object = data.as_object()?;
+    let mut ends: Vec<usize> = rest.match_indices('.').map(|(i, _)| i).collect();
+    ends.push(rest.len());
+    ends.into_iter().find_map(|end| {
+        let value = object.get(&rest[..end])?;
+        value_at(value, &rest[end..])
+    })
 }
 
 /// Fills who wrote `row` (see the module doc).
@@ -708,6 +741,29 @@ mod tests {
             argocd_event_actor("Updated sync status: OutOfSync -> Synced"),
             None
         );
+    }
+
+    #[test]
+    fn values_are_found_at_paths_whose_keys_hold_dots() {
+        let data = serde_json::json!({"metadata": {"annotations": {
+            "argocd.argoproj.io/tracking-id": "a", "argocd": {"x": 1}}},
+            "spec": {"replicas": 3}});
+        assert_eq!(
+            value_at(&data, ".spec.replicas"),
+            Some(&serde_json::json!(3))
+        );
+        assert_eq!(
+            value_at(
+                &data,
+                ".metadata.annotations.argocd.argoproj.io/tracking-id"
+            ),
+            Some(&serde_json::json!("a"))
+        );
+        assert_eq!(
+            value_at(&data, ".metadata.annotations.argocd.x"),
+            Some(&serde_json::json!(1))
+        );
+        assert_eq!(value_at(&data, ".spec.paused"), None);
     }
 
     #[test]

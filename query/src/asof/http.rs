@@ -11,6 +11,10 @@
 //! - `GET /v1/history?cluster=C&kind=K&group=G&namespace=NS&name=N&field=PATH`:
 //!   every version of one object with who made it, or a field's blame,
 //!   the document `annal history -o json` prints (404: no such object).
+//! - `GET /v1/drift?since=T1&until=T2&cluster=C1,C2&app=APP`: writes to
+//!   GitOps-owned objects outside Git (`since` default a day before
+//!   `until`, itself default now), the document `annal drift -o json`
+//!   prints, with `needs_approval` when any is not reverted.
 //!
 //! Each as-of document carries `stale_clusters` (`gap=` sets the
 //! threshold): the clusters in scope whose data at the instant is stale.
@@ -25,7 +29,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::asof::inventory::{self, AsOf};
-use crate::asof::{coverage, diff, history};
+use crate::asof::{coverage, diff, drift, history};
 use crate::http::request::{answer, clocks, gap_seconds, list, params, Params};
 use crate::http::ApiError;
 
@@ -36,6 +40,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/v1/diff", get(diff_of))
         .route("/v1/coverage", get(coverage_of))
         .route("/v1/history", get(history_of))
+        .route("/v1/drift", get(drift_of))
         .with_state(store)
 }
 
@@ -190,4 +195,44 @@ async fn history_of(
         name: p.name,
     };
     answer(move || Ok((history::document(&store, &q, p.field.as_deref())?, vec![]))).await
+}
+
+/// Query string of `GET /v1/drift`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DriftParams {
+    since: Option<String>,
+    until: Option<String>,
+    cluster: Option<String>,
+    app: Option<String>,
+    normal_managers: Option<String>,
+}
+
+async fn drift_of(
+    State(store): State<Arc<Store>>,
+    p: Params<DriftParams>,
+) -> Result<Json<Value>, ApiError> {
+    let p = params(p)?;
+    let (until, _) = clocks(&p.until, &None)?;
+    let since = match &p.since {
+        Some(_) => clocks(&p.since, &None)?.0,
+        None => annal_schemas::Timestamp::from_unix_micros(until.unix_micros() - 86_400_000_000)
+            .unwrap_or(until),
+    };
+    let q = drift::DriftQuery {
+        since,
+        until,
+        clusters: list(&p.cluster),
+        app: p.app,
+        normal_managers: list(&p.normal_managers),
+    };
+    answer(move || {
+        let rows = drift::drift(&store, &q)?;
+        let approval = rows.iter().any(|r| !r.reverted);
+        Ok((
+            drift::document(&q, &rows),
+            vec![("needs_approval", json!(approval))],
+        ))
+    })
+    .await
 }

@@ -4,6 +4,8 @@
 //! - [`coverage`]: when each cluster was heard from, its gaps, and
 //!   which clusters are stale at T;
 //! - [`diff`]: what changed between two instants;
+//! - [`drift`]: writes to GitOps-owned objects outside Git, and whether
+//!   they were reverted;
 //! - [`history`]: every version of an object, who made it, and the
 //!   blame of a field;
 //! - [`inventory`]: the objects live at T on each cluster and who owned
@@ -17,6 +19,7 @@
 
 pub mod coverage;
 pub mod diff;
+pub mod drift;
 pub mod history;
 pub mod http;
 pub mod inventory;

@@ -115,6 +115,10 @@ pub async fn session_with(
         Arc::new(crate::tables::history::table(store.clone())),
     )?;
     ctx.register_udtf(
+        "drift",
+        Arc::new(crate::tables::drift::function(store.clone())),
+    );
+    ctx.register_udtf(
         "object_history",
         Arc::new(crate::tables::history::function(store.clone())),
     );

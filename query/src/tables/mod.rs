@@ -12,6 +12,7 @@
 //! | `clusters_at(T [, known_at])` | each cluster's registry entry at T |
 //! | `last_good_at(T [, known_at])` | last-good revision per (cluster, app) at T |
 //! | `inventory_diff(T1, T2 [, known_at])` | objects that differ between T1 and T2 |
+//! | `drift(since [, until])` | writes to GitOps-owned objects outside Git |
 //! | `changes` | every object version with who made it and what it changed |
 //! | `object_history(cluster, kind, namespace, name)` | one object's `changes` rows |
 //!
@@ -27,6 +28,7 @@ mod args;
 mod cluster_scan;
 pub mod clusters;
 pub mod diff;
+pub mod drift;
 mod estimated;
 pub mod events;
 mod fold;
