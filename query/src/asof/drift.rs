@@ -29,6 +29,7 @@ use annal_store::{Entry, Store};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::asof::aliases::Aliases;
 use crate::asof::history::{self, HistoryRow};
 use crate::asof::live_object::NORMAL_MANAGERS;
 use crate::QueryError;
@@ -199,10 +200,11 @@ fn cluster_drift(
             by_object.push(rows);
         }
     }
+    let aliases = Aliases::load(store, store.size())?;
     let mut out = Vec::new();
     for rows in by_object {
-        let mut versions = history::versions_of_rows(store, &cv, rows, false)?;
-        out.extend(object_drift(store, &mut versions, q)?);
+        let mut versions = history::versions_of_rows(store, &cv, rows, None)?;
+        out.extend(object_drift(store, &mut versions, q, &aliases)?);
     }
     Ok(out)
 }
@@ -229,6 +231,7 @@ fn object_drift(
     store: &Store,
     versions: &mut [HistoryRow],
     q: &DriftQuery,
+    aliases: &Aliases,
 ) -> Result<Vec<DriftRow>, QueryError> {
     let (since, until) = (q.since, q.until);
     // Who wrote each version is joined only where the managers do not
@@ -236,7 +239,7 @@ fn object_drift(
     for i in 0..versions.len() {
         if versions[i].manager.is_none() {
             let before = i.checked_sub(1).map(|b| versions[b].valid_from);
-            history::join(store, &mut versions[i], before)?;
+            history::join(store, &mut versions[i], before, aliases)?;
         }
     }
     let mut out = Vec::new();
@@ -265,7 +268,7 @@ fn object_drift(
             .map(|r| (r.valid_from, r.index));
         let mut v = versions[i].clone();
         if v.person.is_none() && v.principal.is_none() {
-            history::join(store, &mut v, Some(before.valid_from))?;
+            history::join(store, &mut v, Some(before.valid_from), aliases)?;
         }
         out.push(DriftRow {
             cluster: v.cluster.clone(),

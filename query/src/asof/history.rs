@@ -35,6 +35,7 @@ use annal_store::{Entry, ScanKey, Store};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::asof::aliases::Aliases;
 use crate::asof::diff::{differences, managers_of};
 use crate::asof::managed_fields;
 use crate::QueryError;
@@ -215,7 +216,8 @@ pub fn object_history(store: &Store, q: &ObjectQuery) -> Result<Vec<HistoryRow>,
         return Ok(Vec::new());
     };
     let rows: Vec<&VersionRow> = cv.rows().iter().filter(|r| r.object == id).collect();
-    versions_of_rows(store, &cv, rows, true)
+    let aliases = Aliases::load(store, store.size())?;
+    versions_of_rows(store, &cv, rows, Some(&aliases))
 }
 
 /// [`object_history`], an object with no version being an error that
@@ -269,23 +271,24 @@ pub fn cluster_changes(store: &Store, cluster: &str) -> Result<Vec<HistoryRow>, 
     }
     let mut order: Vec<u32> = (0..cv.object_count() as u32).collect();
     order.sort_by(|a, b| cv.name_key(*a).cmp(cv.name_key(*b)));
+    let aliases = Aliases::load(store, store.size())?;
     let mut out = Vec::new();
     for id in order {
         let rows = std::mem::take(&mut by_object[id as usize]);
         if !rows.is_empty() {
-            out.extend(versions_of_rows(store, &cv, rows, true)?);
+            out.extend(versions_of_rows(store, &cv, rows, Some(&aliases))?);
         }
     }
     Ok(out)
 }
 
 /// The history rows of one object's version rows; who made each is
-/// joined only when `join` (else see [`join`]).
+/// joined only when given the alias table (else see [`join`]).
 pub(crate) fn versions_of_rows(
     store: &Store,
     cv: &ClusterVersions,
     mut rows: Vec<&VersionRow>,
-    join: bool,
+    join: Option<&Aliases>,
 ) -> Result<Vec<HistoryRow>, QueryError> {
     rows.sort_by_key(|r| r.order());
     let mut out: Vec<HistoryRow> = Vec::with_capacity(rows.len());
@@ -349,8 +352,8 @@ pub(crate) fn versions_of_rows(
             changed,
             managers,
         };
-        if join {
-            join_people(store, &entry, since, &mut row)?;
+        if let Some(aliases) = join {
+            join_people(store, &entry, since, &mut row, aliases)?;
         }
         previous = Some((entry, deleted));
         out.push(row);
@@ -462,11 +465,12 @@ pub(crate) fn join(
     store: &Store,
     row: &mut HistoryRow,
     since: Option<Timestamp>,
+    aliases: &Aliases,
 ) -> Result<(), QueryError> {
     let entry = store
         .entry(row.index)?
         .ok_or_else(|| QueryError::NotFound(format!("no entry {}", row.index)))?;
-    join_people(store, &entry, since, row)
+    join_people(store, &entry, since, row, aliases)
 }
 
 /// The value at `path` as [`differences`] names it (`.spec.replicas`,
@@ -492,6 +496,7 @@ fn join_people(
     entry: &Entry,
     since: Option<Timestamp>,
     row: &mut HistoryRow,
+    aliases: &Aliases,
 ) -> Result<(), QueryError> {
     let t = entry.event.time;
     let window_start = shifted(t, -JOIN_WINDOW_SECONDS * 1_000_000);
@@ -504,12 +509,27 @@ fn join_people(
     // A sync is recorded when it finishes, and writes from its start: the
     // scan reaches a window past the version for syncs started before it.
     let mut sync_start = None;
-    for e in store.scan(
-        ScanKey::Cluster(&row.cluster),
-        Some(window_start),
-        Some(shifted(t, JOIN_WINDOW_SECONDS * 1_000_000)),
-    ) {
+    // The app's events may name the cluster by a server URL (see
+    // [`Aliases`]): those names are scanned too, for syncs.
+    let names = aliases.names_of(&row.cluster);
+    let scans = names.iter().flat_map(|n| {
+        store.scan(
+            ScanKey::Cluster(n),
+            Some(window_start),
+            Some(shifted(t, JOIN_WINDOW_SECONDS * 1_000_000)),
+        )
+    });
+    for e in scans {
         let e = e?;
+        if e.event.cluster.as_deref() != Some(row.cluster.as_str())
+            && (e.event.event_type != EventType::AppSync
+                || e.event
+                    .cluster
+                    .as_deref()
+                    .is_none_or(|c| aliases.resolve(c, e.event.time) != row.cluster))
+        {
+            continue;
+        }
         match e.event.event_type {
             // With its own actor, only the request at its own time is the
             // same request (for the user agent).

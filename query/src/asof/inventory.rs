@@ -19,6 +19,7 @@ use annal_schemas::{EventType, Timestamp};
 use annal_store::versions::{ObjectName, ObjectRef, Span, VersionDetails, VersionRow};
 use annal_store::{Entry, ScanKey, Store, StoreError};
 
+use crate::asof::aliases::Aliases;
 use crate::QueryError;
 
 /// The two clocks of a question.
@@ -195,11 +196,14 @@ impl Listings {
     /// `as_of` (by valid time, then log index).
     pub fn at(store: &Store, as_of: &AsOf) -> Result<Listings, QueryError> {
         let mut latest: HashMap<(String, String), (Timestamp, u64, AppInventory)> = HashMap::new();
+        // An app that targets its cluster by server URL lists its objects.
+        let aliases = Aliases::load(store, as_of.known_below)?;
         for entry in as_of.events(store, EventType::AppInventory, None) {
             let entry = entry?;
-            let Some(cluster) = entry.event.cluster.clone() else {
+            let Some(cluster) = entry.event.cluster.as_deref() else {
                 continue;
             };
+            let cluster = aliases.resolve(cluster, entry.event.time).to_string();
             let Ok(inventory) = serde_json::from_value::<AppInventory>(entry.event.data) else {
                 continue; // validated on ingest: only a newer writer's shape
             };

@@ -1,6 +1,7 @@
 //! As-of answers: what the ledger says existed at a valid time T, as it
 //! knew it at a system time T' (DESIGN "Time travel and ownership").
 //!
+//! - [`aliases`]: Argo CD server URLs resolved to registered cluster ids;
 //! - [`coverage`]: when each cluster was heard from, its gaps, and
 //!   which clusters are stale at T;
 //! - [`diff`]: what changed between two instants;
@@ -17,6 +18,7 @@
 //! - [`live_object`]: what a plan reads from an object's live version;
 //! - [`http`]: `GET /v1/inventory`.
 
+pub mod aliases;
 pub mod coverage;
 pub mod diff;
 pub mod drift;

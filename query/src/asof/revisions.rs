@@ -14,6 +14,7 @@ use annal_schemas::data::{AppHealth, AppRevisionGood, AppSync, HealthStatus, Syn
 use annal_schemas::{EventType, Timestamp};
 use annal_store::{Entry, ScanKey, Store};
 
+use crate::asof::aliases::Aliases;
 use crate::asof::inventory::AsOf;
 use crate::QueryError;
 
@@ -66,15 +67,19 @@ pub fn intervals(
     known_below: u64,
 ) -> Result<Vec<GoodInterval>, QueryError> {
     let mut by_app: BTreeMap<(String, String), Vec<Entry>> = BTreeMap::new();
+    // Apps that target a cluster by server URL count under its id.
+    let aliases = Aliases::load(store, known_below)?;
+    let names = cluster.map(|c| aliases.names_of(c));
     for t in [
         EventType::AppSync,
         EventType::AppHealth,
         EventType::AppRevisionGood,
     ] {
-        let scan: Box<dyn Iterator<Item = _>> = match cluster {
-            Some(c) => Box::new(
-                store
-                    .scan(ScanKey::Cluster(c), None, None)
+        let scan: Box<dyn Iterator<Item = _>> = match &names {
+            Some(names) => Box::new(
+                names
+                    .iter()
+                    .flat_map(|n| store.scan(ScanKey::Cluster(n), None, None))
                     .filter(move |e| e.as_ref().map_or(true, |e| e.event.event_type == t)),
             ),
             None => Box::new(store.scan(ScanKey::Type(t.as_str()), None, None)),
@@ -85,11 +90,15 @@ pub fn intervals(
                 continue;
             }
             let (Some(c), Some(app)) = (
-                entry.event.cluster.clone(),
+                entry.event.cluster.as_deref(),
                 entry.event.data.get("app").and_then(|a| a.as_str()),
             ) else {
                 continue;
             };
+            let c = aliases.resolve(c, entry.event.time).to_string();
+            if cluster.is_some_and(|want| want != c) {
+                continue;
+            }
             by_app.entry((c, app.to_string())).or_default().push(entry);
         }
     }

@@ -22,6 +22,7 @@ use annal_schemas::{EventType, Timestamp};
 use annal_store::Store;
 use serde::Serialize;
 
+use crate::asof::aliases::Aliases;
 use crate::asof::inventory::AsOf;
 use crate::asof::registry;
 use crate::QueryError;
@@ -91,13 +92,15 @@ struct Sync {
     data: AppSync,
 }
 
-fn syncs(store: &Store, as_of: &AsOf) -> Result<Vec<Sync>, QueryError> {
+fn syncs(store: &Store, as_of: &AsOf, aliases: &Aliases) -> Result<Vec<Sync>, QueryError> {
     let mut out = Vec::new();
     for entry in as_of.events(store, EventType::AppSync, None) {
         let entry = entry?;
-        let Some(cluster) = entry.event.cluster.clone() else {
+        let Some(cluster) = entry.event.cluster.as_deref() else {
             continue;
         };
+        // An app that targets its cluster by server URL syncs to its id.
+        let cluster = aliases.resolve(cluster, entry.event.time).to_string();
         if let Ok(data) = serde_json::from_value::<AppSync>(entry.event.data) {
             if !data.dry_run {
                 out.push(Sync {
@@ -122,7 +125,8 @@ pub fn status(
     as_of: &AsOf,
 ) -> Result<Status, QueryError> {
     let wanted = |a: &str| app.is_none_or(|x| x == a);
-    let all = syncs(store, as_of)?;
+    let aliases = Aliases::load(store, as_of.known_below)?;
+    let all = syncs(store, as_of, &aliases)?;
     let mut pairs: BTreeSet<(String, String)> = all
         .iter()
         .filter(|s| wanted(&s.data.app))
@@ -134,7 +138,8 @@ pub fn status(
             let cluster = d
                 .destination
                 .and_then(|dst| dst.cluster)
-                .or(entry.event.cluster.clone());
+                .or(entry.event.cluster.clone())
+                .map(|c| aliases.resolve(&c, entry.event.time).to_string());
             if let (true, Some(c)) = (wanted(&d.app), cluster) {
                 pairs.insert((d.app, c));
             }
@@ -228,7 +233,8 @@ pub fn regressions(
     since: Option<Timestamp>,
     as_of: &AsOf,
 ) -> Result<Vec<Regression>, QueryError> {
-    let applied: Vec<Applied> = syncs(store, as_of)?
+    let aliases = Aliases::load(store, as_of.known_below)?;
+    let applied: Vec<Applied> = syncs(store, as_of, &aliases)?
         .into_iter()
         .filter(|s| s.data.phase == SyncPhase::Succeeded)
         .filter_map(|s| {
