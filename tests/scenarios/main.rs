@@ -5,5 +5,6 @@ mod aliases;
 mod arrival_order;
 mod as_of;
 mod conformance;
+mod coverage;
 mod framing;
 mod ownership;

@@ -116,6 +116,6 @@ mod tests {
         assert_eq!(aliases.resolve(&url, t(9)), "old-name");
         assert_eq!(aliases.resolve(&url, t(12)), "new-name", "re-registered");
         assert_eq!(aliases.resolve("prod-eu1-a", t(9)), "prod-eu1-a");
-        assert_eq!(aliases.names_of("new-name"), ["new-name", url.as_str()]);
+        assert_eq!(aliases.names_of("new-name"), [url.as_str(), "new-name"]);
     }
 }

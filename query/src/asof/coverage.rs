@@ -132,11 +132,21 @@ pub fn in_scope(store: &Store, wanted: &[String], as_of: &AsOf) -> Result<Vec<St
         true => store.event_clusters()?.into_iter().collect(),
     };
     let mut out = Vec::new();
+    let until = shifted(as_of.valid, 1);
     for c in candidates {
         if retired.contains(c.as_str()) {
             continue;
         }
-        if last_seen(store, &c, as_of, None)?.is_some() {
+        // Sent anything by then: the first known key is enough.
+        let sent = store
+            .scan_times(ScanKey::Cluster(&c), None, Some(until))
+            .find_map(|t| match t {
+                Ok((_, index)) => (index < as_of.known_below).then_some(Ok(())),
+                Err(e) => Some(Err(e)),
+            })
+            .transpose()?
+            .is_some();
+        if sent {
             out.push(c);
         }
     }
@@ -307,21 +317,49 @@ fn one_cluster(store: &Store, cluster: &str, w: &Window) -> Result<ClusterCovera
 
 /// Valid time of `cluster`'s last event at or before `as_of` (and at or
 /// after `since`), as known then.
+///
+/// The keys are read forwards only, so the search walks back from the
+/// instant in windows that double (ten minutes, twenty, ...) until one
+/// holds a known event, or nothing is left before it: a few short range
+/// reads, never every key of a busy cluster's past.
 fn last_seen(
     store: &Store,
     cluster: &str,
     as_of: &AsOf,
     since: Option<Timestamp>,
 ) -> Result<Option<Timestamp>, QueryError> {
-    let mut last = None;
-    let until = shifted(as_of.valid, 1);
-    for t in store.scan_times(ScanKey::Cluster(cluster), since, Some(until)) {
-        let (time, index) = t?;
-        if index < as_of.known_below {
-            last = Some(time);
+    let known = |t: Result<(Timestamp, u64), annal_store::StoreError>| match t {
+        Ok((time, index)) => (index < as_of.known_below).then_some(Ok(time)),
+        Err(e) => Some(Err(e)),
+    };
+    let mut hi = shifted(as_of.valid, 1);
+    let mut width: i64 = DEFAULT_GAP_SECONDS * 1_000_000;
+    loop {
+        let mut lo = shifted(hi, -width);
+        if let Some(s) = since.filter(|s| *s >= lo) {
+            lo = s;
         }
+        let mut last = None;
+        for t in store
+            .scan_times(ScanKey::Cluster(cluster), Some(lo), Some(hi))
+            .filter_map(known)
+        {
+            last = Some(t?);
+        }
+        if last.is_some() || since.is_some_and(|s| s >= lo) {
+            return Ok(last);
+        }
+        // Anything known before this window at all?
+        let earlier = store
+            .scan_times(ScanKey::Cluster(cluster), since, Some(lo))
+            .find_map(known)
+            .transpose()?;
+        if earlier.is_none() || lo == hi {
+            return Ok(None);
+        }
+        hi = lo;
+        width = width.saturating_mul(2);
     }
-    Ok(last)
 }
 
 /// `t` moved by `micros` (kept at `t` past the representable range).
