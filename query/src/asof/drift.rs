@@ -21,7 +21,7 @@
 //! controller (before any deletion) has, at every drifted path, the value
 //! it had before the drift.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use annal_schemas::{ownership, Timestamp};
 use annal_store::versions::{ClusterVersions, VersionRow};
@@ -126,25 +126,27 @@ enum Writer {
     Unknown,
 }
 
+/// How `name` (a field manager or a service account's name) writes to
+/// `app`'s objects.
+fn judge(name: &str, app: &str, normal: &[String]) -> Writer {
+    if controllers_of(app).contains(&name) {
+        Writer::Owner
+    } else if normal.iter().any(|n| n == name)
+        || (NORMAL_MANAGERS.contains(&name) && !gitops_manager(name))
+    {
+        Writer::Normal
+    } else {
+        Writer::Other
+    }
+}
+
 fn writer(row: &HistoryRow, app: &str, normal: &[String]) -> Writer {
-    let owner = controllers_of(app);
-    let judge = |name: &str| {
-        if owner.contains(&name) {
-            Writer::Owner
-        } else if normal.iter().any(|n| n == name)
-            || (NORMAL_MANAGERS.contains(&name) && !gitops_manager(name))
-        {
-            Writer::Normal
-        } else {
-            Writer::Other
-        }
-    };
     if let Some(m) = &row.manager {
-        return judge(m);
+        return judge(m, app, normal);
     }
     match &row.principal {
         Some(p) if p.starts_with("system:serviceaccount:") => {
-            judge(p.rsplit(':').next().unwrap_or(p))
+            judge(p.rsplit(':').next().unwrap_or(p), app, normal)
         }
         // Nodes and the control plane's own identities.
         Some(p) if history::is_machine(p) => Writer::Normal,
@@ -182,78 +184,67 @@ fn cluster_drift(
         return Ok(Vec::new());
     };
     let (since, until) = (q.since.unix_micros(), q.until.unix_micros());
-    // Objects written in the window whose version there is claimed by an
-    // app (the version's or the one before's claims are checked below
-    // with the history; this only skips objects no app ever claims).
+    let mut by_object: HashMap<u32, Vec<&VersionRow>> = HashMap::new();
     let mut touched: BTreeSet<u32> = BTreeSet::new();
     for r in cv.rows() {
         if r.from >= since && r.from < until && !r.deleted() {
             touched.insert(r.object);
         }
     }
-    let mut touched: Vec<u32> = touched.into_iter().collect();
-    touched.sort_by(|a, b| cv.name_key(*a).cmp(cv.name_key(*b)));
-    let mut by_object: Vec<Vec<&VersionRow>> = Vec::new();
-    for &id in &touched {
-        let rows: Vec<&VersionRow> = cv.rows().iter().filter(|r| r.object == id).collect();
-        if claimed(&cv, &rows, q.app.as_deref())? {
-            by_object.push(rows);
+    for r in cv.rows() {
+        if touched.contains(&r.object) {
+            by_object.entry(r.object).or_default().push(r);
         }
     }
+    let mut touched: Vec<u32> = touched.into_iter().collect();
+    touched.sort_by(|a, b| cv.name_key(*a).cmp(cv.name_key(*b)));
     let aliases = Aliases::load(store, store.size())?;
     let mut out = Vec::new();
-    for rows in by_object {
-        let mut versions = history::versions_of_rows(store, &cv, rows, None)?;
-        out.extend(object_drift(store, &mut versions, q, &aliases)?);
+    for id in touched {
+        let mut rows = by_object.remove(&id).unwrap_or_default();
+        rows.sort_by_key(|r| r.order());
+        out.extend(object_drift(store, &cv, &rows, q, &aliases)?);
     }
     Ok(out)
 }
 
-/// Whether any of an object's versions is claimed (by `app` when given).
-fn claimed(
-    cv: &ClusterVersions,
-    rows: &[&VersionRow],
-    app: Option<&str>,
-) -> Result<bool, QueryError> {
-    for r in rows {
-        if r.deleted() {
-            continue;
-        }
-        let owner = ownership::decide(&cv.details(r)?.claims).owner;
-        if owner.is_some() && (app.is_none() || owner.as_deref() == app) {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
+/// The drift among one object's versions (`rows`, in version order).
+/// Leaves are read lazily: a version whose managers are all the owner's
+/// or the control plane's is skipped on its index details alone, and
+/// the versions after a drift are read only to look for its revert.
 fn object_drift(
     store: &Store,
-    versions: &mut [HistoryRow],
+    cv: &ClusterVersions,
+    rows: &[&VersionRow],
     q: &DriftQuery,
     aliases: &Aliases,
 ) -> Result<Vec<DriftRow>, QueryError> {
-    let (since, until) = (q.since, q.until);
-    // Who wrote each version is joined only where the managers do not
-    // say (it costs two index scans), and for the drift found.
-    for i in 0..versions.len() {
-        if versions[i].manager.is_none() {
-            let before = i.checked_sub(1).map(|b| versions[b].valid_from);
-            history::join(store, &mut versions[i], before, aliases)?;
-        }
-    }
+    let (since, until) = (q.since.unix_micros(), q.until.unix_micros());
     let mut out = Vec::new();
-    for i in 1..versions.len() {
-        let v = &versions[i];
-        if v.valid_from < since || v.valid_from >= until {
+    for i in 1..rows.len() {
+        let (r, before) = (rows[i], rows[i - 1]);
+        if r.from < since || r.from >= until || r.deleted() || before.deleted() {
             continue;
         }
-        let before = &versions[i - 1];
-        let Some(app) = v.app.clone().or_else(|| before.app.clone()) else {
-            continue;
-        };
+        let details = cv.details(r)?;
+        let owner = ownership::decide(&details.claims)
+            .owner
+            .or(ownership::decide(&cv.details(before)?.claims).owner);
+        let Some(app) = owner else { continue };
         if q.app.as_deref().is_some_and(|a| a != app) {
             continue;
+        }
+        let innocent = |m: &String| judge(m, &app, &q.normal_managers) != Writer::Other;
+        if !details.managers.is_empty() && details.managers.iter().all(innocent) {
+            continue;
+        }
+        let entry = history::read(store, r.index)?;
+        let previous = (history::read(store, before.index)?, false);
+        let Some(mut v) = history::version_row(cv, r, &entry, Some(&previous))? else {
+            continue;
+        };
+        if v.manager.is_none() {
+            history::join(store, &mut v, Some(previous.0.event.time), aliases)?;
         }
         let fields: Vec<String> = v
             .changed
@@ -261,15 +252,22 @@ fn object_drift(
             .filter(|f| !f.starts_with(".status") && f.as_str() != ".metadata.generation")
             .cloned()
             .collect();
-        if fields.is_empty() || writer(v, &app, &q.normal_managers) != Writer::Other {
+        if fields.is_empty() || writer(&v, &app, &q.normal_managers) != Writer::Other {
             continue;
         }
-        let reverted = reverted_by(store, versions, i, &app, &fields, &q.normal_managers)?
-            .map(|r| (r.valid_from, r.index));
-        let mut v = versions[i].clone();
-        if v.person.is_none() && v.principal.is_none() {
-            history::join(store, &mut v, Some(before.valid_from), aliases)?;
+        if v.person.is_none() && v.via.is_none() {
+            history::join(store, &mut v, Some(previous.0.event.time), aliases)?;
         }
+        let reverted = reverted_by(
+            store,
+            cv,
+            &rows[i + 1..],
+            &previous.0,
+            &app,
+            &fields,
+            q,
+            aliases,
+        )?;
         out.push(DriftRow {
             cluster: v.cluster.clone(),
             group: v.group.clone(),
@@ -292,45 +290,47 @@ fn object_drift(
     Ok(out)
 }
 
-/// The first later version written by `app`'s controller that puts every
-/// path of `fields` back to its value before version `i`.
-fn reverted_by<'a>(
+/// The first of `later` (versions after a drift) written by `app`'s
+/// controller that puts every path of `fields` back to its value in
+/// `before`: (its valid time, its log index).
+#[allow(clippy::too_many_arguments)]
+fn reverted_by(
     store: &Store,
-    versions: &'a [HistoryRow],
-    i: usize,
+    cv: &ClusterVersions,
+    later: &[&VersionRow],
+    before: &Entry,
     app: &str,
     fields: &[String],
-    normal: &[String],
-) -> Result<Option<&'a HistoryRow>, QueryError> {
-    let before = data(store, versions[i - 1].index)?;
+    q: &DriftQuery,
+    aliases: &Aliases,
+) -> Result<Option<(Timestamp, u64)>, QueryError> {
     let wanted: Vec<Option<&Value>> = fields
         .iter()
-        .map(|f| history::value_at(&before, f))
+        .map(|f| history::value_at(&before.event.data, f))
         .collect();
-    for later in &versions[i + 1..] {
-        if later.change == history::VersionChange::Deleted {
+    for r in later {
+        if r.deleted() {
             return Ok(None);
         }
-        if writer(later, app, normal) != Writer::Owner {
+        let entry = history::read(store, r.index)?;
+        let Some(mut v) = history::version_row(cv, r, &entry, None)? else {
+            continue;
+        };
+        if v.manager.is_none() {
+            history::join(store, &mut v, None, aliases)?;
+        }
+        if writer(&v, app, &q.normal_managers) != Writer::Owner {
             continue;
         }
-        let now = data(store, later.index)?;
         if fields
             .iter()
             .zip(&wanted)
-            .all(|(f, w)| history::value_at(&now, f) == *w)
+            .all(|(f, w)| history::value_at(&entry.event.data, f) == *w)
         {
-            return Ok(Some(later));
+            return Ok(Some((v.valid_from, v.index)));
         }
     }
     Ok(None)
-}
-
-fn data(store: &Store, index: u64) -> Result<Value, QueryError> {
-    let entry: Entry = store
-        .entry(index)?
-        .ok_or_else(|| QueryError::NotFound(format!("no entry {index}")))?;
-    Ok(entry.event.data)
 }
 
 /// The answer as one document (`annal drift -o json`, `GET /v1/drift`):

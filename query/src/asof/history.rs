@@ -45,6 +45,9 @@ use crate::QueryError;
 /// seconds after it, and a sync writes within minutes of its start.
 pub const JOIN_WINDOW_SECONDS: i64 = 600;
 
+/// The canonical (JCS) text of the event types the join reads.
+const JOINED_TYPES: [&[u8]; 2] = [b"\"type\":\"audit.request\"", b"\"type\":\"app.sync\""];
+
 /// The object asked about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectQuery {
@@ -294,71 +297,88 @@ pub(crate) fn versions_of_rows(
     let mut out: Vec<HistoryRow> = Vec::with_capacity(rows.len());
     let mut previous: Option<(Entry, bool)> = None;
     for r in rows {
-        let Some(object) = cv.object(r.object) else {
+        let entry = read(store, r.index)?;
+        let Some(mut row) = version_row(cv, r, &entry, previous.as_ref())? else {
             continue;
         };
-        let entry = store
-            .entry(r.index)?
-            .ok_or_else(|| QueryError::NotFound(format!("no entry {}", r.index)))?;
-        let details = cv.details(r)?;
-        let deleted = r.deleted();
-        let mut changed = Vec::new();
-        let change = match &previous {
-            _ if deleted => VersionChange::Deleted,
-            None => VersionChange::Created,
-            Some((_, true)) => VersionChange::Recreated,
-            Some((prev, false)) => {
-                if uid_of(&prev.event.data) != details.uid.as_str() {
-                    VersionChange::Recreated
-                } else {
-                    differences("", &prev.event.data, &entry.event.data, &mut changed);
-                    match changed.is_empty() {
-                        true => VersionChange::Unchanged,
-                        false => VersionChange::Updated,
-                    }
-                }
-            }
-        };
-        let managed = managed_fields::of_entry(&entry);
-        let managers = managers_of(managed.clone(), &changed);
-        let (manager, operation) = tool(entry.event.actor.as_ref(), &managed);
-        let app = ownership::decide(&details.claims).owner;
-        let since = previous.as_ref().map(|(p, _)| p.event.time);
-        let mut row = HistoryRow {
-            cluster: cv.cluster.clone(),
-            group: object.group.to_string(),
-            kind: object.kind.to_string(),
-            namespace: object.namespace.to_string(),
-            name: object.name.to_string(),
-            valid_from: entry.event.time,
-            valid_to: (r.to != i64::MAX)
-                .then(|| Timestamp::from_unix_micros(r.to))
-                .flatten(),
-            index: r.index,
-            recorded_at: entry.recorded_at,
-            change,
-            uid: details.uid.clone(),
-            resource_version: details.resource_version.clone(),
-            person: None,
-            person_source: None,
-            principal: None,
-            impersonated: None,
-            user_agent: None,
-            via: None,
-            manager,
-            operation,
-            app,
-            revision: None,
-            changed,
-            managers,
-        };
         if let Some(aliases) = join {
+            let since = previous.as_ref().map(|(p, _)| p.event.time);
             join_people(store, &entry, since, &mut row, aliases)?;
         }
-        previous = Some((entry, deleted));
+        previous = Some((entry, r.deleted()));
         out.push(row);
     }
     Ok(out)
+}
+
+/// The entry at `index` (an object version the index names).
+pub(crate) fn read(store: &Store, index: u64) -> Result<Entry, QueryError> {
+    store
+        .entry(index)?
+        .ok_or_else(|| QueryError::NotFound(format!("no entry {index}")))
+}
+
+/// The history row of version `r` (whose entry is `entry`) after
+/// `previous` (its entry, and whether it was a deletion), who made it
+/// left to [`join`]; `None` for a row whose object has no name.
+pub(crate) fn version_row(
+    cv: &ClusterVersions,
+    r: &VersionRow,
+    entry: &Entry,
+    previous: Option<&(Entry, bool)>,
+) -> Result<Option<HistoryRow>, QueryError> {
+    let Some(object) = cv.object(r.object) else {
+        return Ok(None);
+    };
+    let details = cv.details(r)?;
+    let mut changed = Vec::new();
+    let change = match previous {
+        _ if r.deleted() => VersionChange::Deleted,
+        None => VersionChange::Created,
+        Some((_, true)) => VersionChange::Recreated,
+        Some((prev, false)) => {
+            if uid_of(&prev.event.data) != details.uid.as_str() {
+                VersionChange::Recreated
+            } else {
+                differences("", &prev.event.data, &entry.event.data, &mut changed);
+                match changed.is_empty() {
+                    true => VersionChange::Unchanged,
+                    false => VersionChange::Updated,
+                }
+            }
+        }
+    };
+    let managed = managed_fields::of_entry(entry);
+    let managers = managers_of(managed.clone(), &changed);
+    let (manager, operation) = tool(entry.event.actor.as_ref(), &managed);
+    Ok(Some(HistoryRow {
+        cluster: cv.cluster.clone(),
+        group: object.group.to_string(),
+        kind: object.kind.to_string(),
+        namespace: object.namespace.to_string(),
+        name: object.name.to_string(),
+        valid_from: entry.event.time,
+        valid_to: (r.to != i64::MAX)
+            .then(|| Timestamp::from_unix_micros(r.to))
+            .flatten(),
+        index: r.index,
+        recorded_at: entry.recorded_at,
+        change,
+        uid: details.uid.clone(),
+        resource_version: details.resource_version.clone(),
+        person: None,
+        person_source: None,
+        principal: None,
+        impersonated: None,
+        user_agent: None,
+        via: None,
+        manager,
+        operation,
+        app: ownership::decide(&details.claims).owner,
+        revision: None,
+        changed,
+        managers,
+    }))
 }
 
 /// The values `field` (`.spec.replicas` or `spec.replicas`) had over the
@@ -384,9 +404,7 @@ pub fn blame(
         let value = match v.change {
             VersionChange::Deleted => Value::Null,
             _ => {
-                let entry = store
-                    .entry(v.index)?
-                    .ok_or_else(|| QueryError::NotFound(format!("no entry {}", v.index)))?;
+                let entry = read(store, v.index)?;
                 value_at(&entry.event.data, &field)
                     .cloned()
                     .unwrap_or(Value::Null)
@@ -419,7 +437,10 @@ fn uid_of(data: &Value) -> &str {
 }
 
 /// The manager that wrote a version: the request's `?fieldManager=`, else
-/// the managedFields entry with the latest time (ties: the last listed).
+/// the managedFields entry with the latest time (ties: the last listed),
+/// entries written through a subresource (`status`, `scale`) only when no
+/// other has a later time: those touch status and replicas, not what
+/// the object declares.
 fn tool(
     actor: Option<&Actor>,
     managed: &[managed_fields::ManagerFields],
@@ -427,7 +448,12 @@ fn tool(
     let latest = managed
         .iter()
         .filter(|m| m.manager.is_some())
-        .max_by(|a, b| a.time.cmp(&b.time));
+        .max_by(|a, b| {
+            let main = |m: &managed_fields::ManagerFields| {
+                m.subresource.as_deref().is_none_or(str::is_empty)
+            };
+            a.time.cmp(&b.time).then(main(a).cmp(&main(b)))
+        });
     match actor.and_then(|a| a.field_manager.clone()) {
         Some(m) => {
             let op = managed
@@ -467,9 +493,7 @@ pub(crate) fn join(
     since: Option<Timestamp>,
     aliases: &Aliases,
 ) -> Result<(), QueryError> {
-    let entry = store
-        .entry(row.index)?
-        .ok_or_else(|| QueryError::NotFound(format!("no entry {}", row.index)))?;
+    let entry = read(store, row.index)?;
     join_people(store, &entry, since, row, aliases)
 }
 
@@ -513,14 +537,29 @@ fn join_people(
     // [`Aliases`]): those names are scanned too, for syncs.
     let names = aliases.names_of(&row.cluster);
     let scans = names.iter().flat_map(|n| {
-        store.scan(
+        store.scan_leaf_bytes(
             ScanKey::Cluster(n),
             Some(window_start),
             Some(shifted(t, JOIN_WINDOW_SECONDS * 1_000_000)),
         )
     });
-    for e in scans {
-        let e = e?;
+    for leaf in scans {
+        let (index, bytes) = leaf?;
+        // Most of a busy cluster's window is object versions and
+        // heartbeats: a leaf is decoded only when its canonical bytes
+        // can hold one of the two types wanted (a prefilter; the type is
+        // checked on the decoded entry).
+        if !JOINED_TYPES
+            .iter()
+            .any(|t| memchr::memmem::find(&bytes, t).is_some())
+        {
+            continue;
+        }
+        let e = Entry::from_leaf_bytes(&bytes).map_err(|err| {
+            QueryError::Store(annal_store::StoreError::Corrupt(format!(
+                "leaf {index}: {err}"
+            )))
+        })?;
         if e.event.cluster.as_deref() != Some(row.cluster.as_str())
             && (e.event.event_type != EventType::AppSync
                 || e.event
