@@ -168,9 +168,43 @@ pub fn drift(store: &Store, q: &DriftQuery) -> Result<Vec<DriftRow>, QueryError>
         true => store.version_clusters()?,
         false => q.clusters.clone(),
     };
+    // Clusters are independent: each core takes every n-th one, and the
+    // answers are put back in cluster order.
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, clusters.len().max(1));
+    let mut answers: Vec<Option<Result<Vec<DriftRow>, QueryError>>> =
+        (0..clusters.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let clusters = &clusters;
+                scope.spawn(move || {
+                    (w..clusters.len())
+                        .step_by(workers)
+                        .map(|i| (i, cluster_drift(store, &clusters[i], q)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // A worker that panicked leaves its clusters unanswered (below).
+        for done in handles.into_iter().filter_map(|h| h.join().ok()) {
+            for (i, answer) in done {
+                answers[i] = Some(answer);
+            }
+        }
+    });
     let mut out = Vec::new();
-    for c in clusters {
-        out.extend(cluster_drift(store, &c, q)?);
+    for (i, answer) in answers.into_iter().enumerate() {
+        match answer {
+            Some(rows) => out.extend(rows?),
+            None => {
+                return Err(QueryError::Execution(format!(
+                    "the drift of cluster {} was not computed (its worker panicked)",
+                    clusters[i]
+                )))
+            }
+        }
     }
     Ok(out)
 }
