@@ -584,16 +584,17 @@ fn join_people(
             Some(shifted(t, JOIN_WINDOW_SECONDS * 1_000_000)),
         )
     });
+    let finders: Vec<memchr::memmem::Finder<'_>> = JOINED_TYPES
+        .iter()
+        .map(memchr::memmem::Finder::new)
+        .collect();
     for leaf in scans {
         let (index, bytes) = leaf?;
         // Most of a busy cluster's window is object versions and
         // heartbeats: a leaf is decoded only when its canonical bytes
         // can hold one of the two types wanted (a prefilter; the type is
         // checked on the decoded entry).
-        if !JOINED_TYPES
-            .iter()
-            .any(|t| memchr::memmem::find(&bytes, t).is_some())
-        {
+        if !finders.iter().any(|f| f.find(&bytes).is_some()) {
             continue;
         }
         let e = Entry::from_leaf_bytes(&bytes).map_err(|err| {
