@@ -15,13 +15,12 @@ use std::sync::Arc;
 
 use annal_store::Store;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl};
 use datafusion::common::plan_err;
-use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::Expr;
 
 use super::args::instant;
-use super::fold::{FoldTable, Producer};
+use super::fold::{FoldFunction, Producer};
 use crate::asof::diff;
 use crate::QueryError;
 
@@ -53,54 +52,37 @@ pub fn schema() -> SchemaRef {
     ]))
 }
 
-/// The `inventory_diff` table function over a store.
-pub(crate) struct DiffFunction {
-    store: Arc<Store>,
-}
-
-impl std::fmt::Debug for DiffFunction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(NAME)
-    }
-}
-
 /// The function over `store`.
-pub(crate) fn function(store: Arc<Store>) -> DiffFunction {
-    DiffFunction { store }
+pub(crate) fn function(store: Arc<Store>) -> FoldFunction {
+    FoldFunction::new(NAME, store, schema(), bind)
 }
 
-impl TableFunctionImpl for DiffFunction {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        if !(2..=3).contains(&exprs.len()) {
-            return plan_err!(
-                "{NAME}(t1, t2 [, known_at]) takes two or three times, got {}",
-                exprs.len()
-            );
-        }
-        let now = annal_schemas::Timestamp::now();
-        let (Some(t1), Some(t2)) = (instant(NAME, exprs, 0, now)?, instant(NAME, exprs, 1, now)?)
-        else {
-            return plan_err!("{NAME}: t1 and t2 must not be NULL");
-        };
-        let known_at = instant(NAME, exprs, 2, now)?;
-        let (from, to) = diff::sides(&self.store, t1, t2, known_at).map_err(|e| match e {
-            QueryError::BadInput(m) => DataFusionError::Plan(format!("{NAME}: {m}")),
-            e => DataFusionError::External(Box::new(e)),
-        })?;
-        let produce: Producer = Arc::new(move |store, cluster, emit| {
-            let scope = cluster.map(|c| vec![c.to_string()]);
-            for row in diff::fleet_diff(store, scope.as_deref(), &from, &to)? {
-                if !emit(serde_json::to_value(row?)?) {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        Ok(Arc::new(FoldTable::new(
-            self.store.clone(),
-            schema(),
-            produce,
-        )))
+/// Checks the arguments and binds the producer.
+fn bind(store: &Store, exprs: &[Expr]) -> Result<Producer> {
+    if !(2..=3).contains(&exprs.len()) {
+        return plan_err!(
+            "{NAME}(t1, t2 [, known_at]) takes two or three times, got {}",
+            exprs.len()
+        );
     }
+    let now = annal_schemas::Timestamp::now();
+    let (Some(t1), Some(t2)) = (instant(NAME, exprs, 0, now)?, instant(NAME, exprs, 1, now)?)
+    else {
+        return plan_err!("{NAME}: t1 and t2 must not be NULL");
+    };
+    let known_at = instant(NAME, exprs, 2, now)?;
+    let (from, to) = diff::sides(store, t1, t2, known_at).map_err(|e| match e {
+        QueryError::BadInput(m) => DataFusionError::Plan(format!("{NAME}: {m}")),
+        e => DataFusionError::External(Box::new(e)),
+    })?;
+    let produce: Producer = Arc::new(move |store, cluster, emit| {
+        let scope = cluster.map(|c| vec![c.to_string()]);
+        for row in diff::fleet_diff(store, scope.as_deref(), &from, &to)? {
+            if !emit(serde_json::to_value(row?)?) {
+                break;
+            }
+        }
+        Ok(())
+    });
+    Ok(produce)
 }

@@ -14,13 +14,12 @@ use std::sync::Arc;
 
 use annal_store::Store;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl};
 use datafusion::common::plan_err;
-use datafusion::datasource::TableProvider;
 use datafusion::error::Result;
+use datafusion::logical_expr::Expr;
 
 use super::args::instant;
-use super::fold::{FoldTable, Producer};
+use super::fold::{FoldFunction, Producer};
 use crate::asof::drift::{self, DriftQuery};
 
 const NAME: &str = "drift";
@@ -53,58 +52,41 @@ pub fn schema() -> SchemaRef {
     ]))
 }
 
-/// The `drift` table function over a store.
-pub(crate) struct DriftFunction {
-    store: Arc<Store>,
-}
-
-impl std::fmt::Debug for DriftFunction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(NAME)
-    }
-}
-
 /// The function over `store`.
-pub(crate) fn function(store: Arc<Store>) -> DriftFunction {
-    DriftFunction { store }
+pub(crate) fn function(store: Arc<Store>) -> FoldFunction {
+    FoldFunction::new(NAME, store, schema(), bind)
 }
 
-impl TableFunctionImpl for DriftFunction {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        if !(1..=2).contains(&exprs.len()) {
-            return plan_err!(
-                "{NAME}(since [, until]) takes one or two times, got {}",
-                exprs.len()
-            );
-        }
-        let now = annal_schemas::Timestamp::now();
-        let Some(since) = instant(NAME, exprs, 0, now)? else {
-            return plan_err!("{NAME}: since must not be NULL");
-        };
-        let until = instant(NAME, exprs, 1, now)?.unwrap_or(now);
-        if until < since {
-            return plan_err!("{NAME}: {since} is after {until}: give the earlier instant first");
-        }
-        let produce: Producer = Arc::new(move |store, cluster, emit| {
-            let q = DriftQuery {
-                since,
-                until,
-                clusters: cluster.map(|c| vec![c.to_string()]).unwrap_or_default(),
-                app: None,
-                normal_managers: Vec::new(),
-            };
-            for row in drift::drift(store, &q)? {
-                if !emit(serde_json::to_value(row)?) {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        Ok(Arc::new(FoldTable::new(
-            self.store.clone(),
-            schema(),
-            produce,
-        )))
+/// Checks the arguments and binds the producer.
+fn bind(_store: &Store, exprs: &[Expr]) -> Result<Producer> {
+    if !(1..=2).contains(&exprs.len()) {
+        return plan_err!(
+            "{NAME}(since [, until]) takes one or two times, got {}",
+            exprs.len()
+        );
     }
+    let now = annal_schemas::Timestamp::now();
+    let Some(since) = instant(NAME, exprs, 0, now)? else {
+        return plan_err!("{NAME}: since must not be NULL");
+    };
+    let until = instant(NAME, exprs, 1, now)?.unwrap_or(now);
+    if until < since {
+        return plan_err!("{NAME}: {since} is after {until}: give the earlier instant first");
+    }
+    let produce: Producer = Arc::new(move |store, cluster, emit| {
+        let q = DriftQuery {
+            since,
+            until,
+            clusters: cluster.map(|c| vec![c.to_string()]).unwrap_or_default(),
+            app: None,
+            normal_managers: Vec::new(),
+        };
+        for row in drift::drift(store, &q)? {
+            if !emit(serde_json::to_value(row)?) {
+                break;
+            }
+        }
+        Ok(())
+    });
+    Ok(produce)
 }

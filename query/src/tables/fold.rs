@@ -12,6 +12,8 @@ use annal_store::Store;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::json::ReaderBuilder;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl};
+use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::streaming::StreamingTableExec;
@@ -151,4 +153,47 @@ pub(crate) fn function(
             Arc::new(FoldTable::new(store.clone(), schema.clone(), bind(as_of)))
         }),
     )
+}
+
+/// A table function over a fold whose arguments are not an instant pair:
+/// `bind` checks them (a plan error names the problem) and returns the
+/// producer of the rows (`inventory_diff`, `drift`, `object_history`).
+pub(crate) struct FoldFunction {
+    name: &'static str,
+    store: Arc<Store>,
+    schema: SchemaRef,
+    bind: fn(&Store, &[Expr]) -> Result<Producer>,
+}
+
+impl FoldFunction {
+    pub(crate) fn new(
+        name: &'static str,
+        store: Arc<Store>,
+        schema: SchemaRef,
+        bind: fn(&Store, &[Expr]) -> Result<Producer>,
+    ) -> Self {
+        FoldFunction {
+            name,
+            store,
+            schema,
+            bind,
+        }
+    }
+}
+
+impl std::fmt::Debug for FoldFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl TableFunctionImpl for FoldFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let produce = (self.bind)(&self.store, args.exprs())?;
+        Ok(Arc::new(FoldTable::new(
+            self.store.clone(),
+            self.schema.clone(),
+            produce,
+        )))
+    }
 }

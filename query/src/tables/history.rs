@@ -14,14 +14,12 @@ use std::sync::Arc;
 
 use annal_store::Store;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl};
 use datafusion::common::{plan_err, ScalarValue};
-use datafusion::datasource::TableProvider;
 use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 use serde_json::{json, Value};
 
-use super::fold::{FoldTable, Producer};
+use super::fold::{FoldFunction, FoldTable, Producer};
 use crate::asof::history::{self, HistoryRow, ObjectQuery};
 
 const FUNCTION: &str = "object_history";
@@ -90,69 +88,52 @@ pub(crate) fn table(store: Arc<Store>) -> FoldTable {
     FoldTable::new(store, schema(), produce)
 }
 
-/// The `object_history` table function over a store.
-pub(crate) struct HistoryFunction {
-    store: Arc<Store>,
-}
-
-impl std::fmt::Debug for HistoryFunction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(FUNCTION)
-    }
-}
-
 /// The function over `store`.
-pub(crate) fn function(store: Arc<Store>) -> HistoryFunction {
-    HistoryFunction { store }
+pub(crate) fn function(store: Arc<Store>) -> FoldFunction {
+    FoldFunction::new(FUNCTION, store, schema(), bind)
 }
 
-impl TableFunctionImpl for HistoryFunction {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        if exprs.len() != 4 {
-            return plan_err!(
-                "{FUNCTION}(cluster, kind, namespace, name) takes four strings ('' for a cluster-scoped object's namespace), got {}",
-                exprs.len()
-            );
-        }
-        let mut text = Vec::with_capacity(4);
-        for (i, e) in exprs.iter().enumerate() {
-            let e = match e {
-                Expr::Cast(c) => c.expr.as_ref(),
-                e => e,
-            };
-            match e {
-                Expr::Literal(
-                    ScalarValue::Utf8(Some(s))
-                    | ScalarValue::LargeUtf8(Some(s))
-                    | ScalarValue::Utf8View(Some(s)),
-                    _,
-                ) => text.push(s.clone()),
-                _ => return plan_err!("{FUNCTION}: argument {} must be a string literal", i + 1),
-            }
-        }
-        let q = ObjectQuery {
-            cluster: text[0].clone(),
-            group: None,
-            kind: text[1].clone(),
-            namespace: text[2].clone(),
-            name: text[3].clone(),
-        };
-        let produce: Producer = Arc::new(move |store, cluster, emit| {
-            if cluster.is_some_and(|c| c != q.cluster) {
-                return Ok(());
-            }
-            for r in history::object_history(store, &q)? {
-                if !emit(row(&r)) {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        Ok(Arc::new(FoldTable::new(
-            self.store.clone(),
-            schema(),
-            produce,
-        )))
+/// Checks the arguments and binds the producer.
+fn bind(_store: &Store, exprs: &[Expr]) -> Result<Producer> {
+    if exprs.len() != 4 {
+        return plan_err!(
+            "{FUNCTION}(cluster, kind, namespace, name) takes four strings ('' for a cluster-scoped object's namespace), got {}",
+            exprs.len()
+        );
     }
+    let mut text = Vec::with_capacity(4);
+    for (i, e) in exprs.iter().enumerate() {
+        let e = match e {
+            Expr::Cast(c) => c.expr.as_ref(),
+            e => e,
+        };
+        match e {
+            Expr::Literal(
+                ScalarValue::Utf8(Some(s))
+                | ScalarValue::LargeUtf8(Some(s))
+                | ScalarValue::Utf8View(Some(s)),
+                _,
+            ) => text.push(s.clone()),
+            _ => return plan_err!("{FUNCTION}: argument {} must be a string literal", i + 1),
+        }
+    }
+    let q = ObjectQuery {
+        cluster: text[0].clone(),
+        group: None,
+        kind: text[1].clone(),
+        namespace: text[2].clone(),
+        name: text[3].clone(),
+    };
+    let produce: Producer = Arc::new(move |store, cluster, emit| {
+        if cluster.is_some_and(|c| c != q.cluster) {
+            return Ok(());
+        }
+        for r in history::object_history(store, &q)? {
+            if !emit(row(&r)) {
+                break;
+            }
+        }
+        Ok(())
+    });
+    Ok(produce)
 }
