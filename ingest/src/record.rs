@@ -65,13 +65,20 @@ impl ListItem {
     /// say about its items.
     pub fn of_list(list: &serde_json::Value, index: usize) -> ListItem {
         let text = |key: &str| list.get(key).and_then(|v| v.as_str());
+        let kind = text("kind")
+            .and_then(|k| k.strip_suffix("List"))
+            .filter(|k| !k.is_empty())
+            .map(str::to_string);
+        // A typed list serialized with the generic `v1` (or no
+        // apiVersion) still says whose items it holds by its kind.
+        let api_version = match (text("apiVersion"), kind.as_deref().and_then(gitops_group)) {
+            (None | Some("v1"), Some(group)) => Some(group.to_string()),
+            (given, _) => given.map(str::to_string),
+        };
         ListItem {
             index,
-            kind: text("kind")
-                .and_then(|k| k.strip_suffix("List"))
-                .filter(|k| !k.is_empty())
-                .map(str::to_string),
-            api_version: text("apiVersion").map(str::to_string),
+            kind,
+            api_version,
         }
     }
 
@@ -86,6 +93,23 @@ impl ListItem {
             }
         }
     }
+}
+
+/// The group/version of a GitOps tool's kind, for typed lists written
+/// with the generic `v1`: `KustomizationList` holds Flux Kustomizations
+/// whatever its apiVersion says.
+fn gitops_group(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "Kustomization" => "kustomize.toolkit.fluxcd.io/v1",
+        "HelmRelease" => "helm.toolkit.fluxcd.io/v2",
+        "GitRepository" | "HelmRepository" | "HelmChart" | "Bucket" => {
+            "source.toolkit.fluxcd.io/v1"
+        }
+        "OCIRepository" => "source.toolkit.fluxcd.io/v1beta2",
+        "Application" | "AppProject" | "ApplicationSet" => "argoproj.io/v1alpha1",
+        "BundleDeployment" | "Bundle" | "GitRepo" => "fleet.cattle.io/v1alpha1",
+        _ => return None,
+    })
 }
 
 /// What framing yields: a record, or bytes that cannot be one.

@@ -550,3 +550,49 @@ fn a_list_larger_than_the_streaming_threshold_ingests_item_by_item() {
         d.events[7].source
     );
 }
+
+/// Typed lists whose items carry no kind take it from the list, and a
+/// GitOps list written with the generic `v1` still holds that tool's
+/// kind: nothing with a name is skipped for lack of a kind.
+/// See: issue 21 (Lists whose items carry no kind).
+#[test]
+fn typed_lists_give_their_items_kind_and_group() {
+    let d = decode(Format::Auto, "typed-lists.yaml", &on_cluster());
+    assert!(d.skipped.is_empty(), "{:?}", d.skipped);
+    let mut declared: Vec<&str> = of_type(&d, EventType::AppDeclared)
+        .iter()
+        .filter_map(|e| e.data["app"].as_str())
+        .collect();
+    declared.sort();
+    assert_eq!(
+        declared,
+        [
+            "argocd:shop",
+            "flux-helm:cache/redis",
+            "flux:flux-system/apps"
+        ]
+    );
+    let apps: Vec<&str> = d
+        .events
+        .iter()
+        .filter(|e| e.event_type == EventType::AppInventory)
+        .filter_map(|e| e.data["app"].as_str())
+        .collect();
+    assert_eq!(
+        apps,
+        ["flux:flux-system/apps"],
+        "the v1 KustomizationList is Flux's"
+    );
+    let kinds: Vec<&str> = d
+        .events
+        .iter()
+        .filter(|e| e.event_type == EventType::ObjectObserved)
+        .filter_map(|e| e.data["kind"].as_str())
+        .collect();
+    for kind in ["Application", "Kustomization", "HelmRelease"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let events = of_type(&d, EventType::KubeEvent);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].data["reason"], "ScalingReplicaSet");
+}

@@ -17,7 +17,7 @@ use annal_schemas::{Actor, Envelope, EventType, Timestamp, SCHEMA_V1};
 use serde_json::Value;
 
 use crate::document::{self, Syntax};
-use crate::{redact, Record};
+use crate::{redact, ListItem, Record};
 
 mod argocd;
 mod envelope;
@@ -185,7 +185,11 @@ impl Format {
                     Some(Value::Array(items)) => items,
                     _ => Vec::new(),
                 };
-                for (i, item) in items.into_iter().enumerate() {
+                // Typed lists (`ApplicationList`, an audit `EventList`)
+                // leave each item's kind and apiVersion to the list.
+                let head = Value::Object(map);
+                for (i, mut item) in items.into_iter().enumerate() {
+                    ListItem::of_list(&head, i).fill(&mut item);
                     let item_path = format!("{path}items[{i}].");
                     let mut item_ctx = *ctx;
                     item_ctx.item = Some(i);
