@@ -350,6 +350,10 @@ pub struct IngestArgs {
     #[arg(long)]
     pub no_progress: bool,
 
+    /// Exit 2 when any document was skipped as nothing to record (default: report the skips and exit 0).
+    #[arg(long)]
+    pub strict: bool,
+
     /// Bearer token (ingest role) for when `annal serve --tokens` writes
     /// the ledger and the input goes through it; prefer the environment
     /// variable, which other users' `ps` does not show.

@@ -276,3 +276,27 @@ fn quarantined_objects_can_be_retried_with_the_missing_cluster() {
     let (_, list) = l.json(&["quarantine", "list"]);
     assert_eq!(list, serde_json::json!([]));
 }
+
+/// A file of which every document is skipped is never silent: the summary
+/// says nothing was recorded, and `--strict` exits 2 on any skip.
+/// See: issue 21 (a skip is never silent data loss).
+#[test]
+fn an_input_that_records_nothing_says_so_and_strict_exits_2() {
+    let l = Ledger::new();
+    let f = l.file(
+        "fragments.json",
+        "{\"metadata\": {\"name\": \"x\"}}\n{\"spec\": {\"replicas\": 2}}\n",
+    );
+    let out = l.run(&["ingest", "--cluster", "c1", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("skipped 2 document(s)"), "{said}");
+    assert!(said.contains("nothing was recorded"), "{said}");
+    let out = l.run(&["ingest", "--strict", "--cluster", "c1", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--strict"), "{}", stderr(&out));
+    // A file that records something and skips nothing passes --strict.
+    let good = l.file("good.jsonl", &envelopes("strict", 2));
+    let out = l.run(&["ingest", "--strict", path_str(&good)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -74,7 +74,7 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
         bytes: summary.bytes,
         size: store.size(),
     };
-    report(&totals, started, None, printer)
+    report(&totals, started, None, args.strict, printer)
 }
 
 /// Sends each input to `server` as one streamed request.
@@ -158,7 +158,7 @@ fn through(server: &Published, args: IngestArgs, printer: &Printer) -> anyhow::R
         }
         totals.add(&answer.body);
     }
-    report(&totals, started, Some(&server.url), printer)
+    report(&totals, started, Some(&server.url), args.strict, printer)
 }
 
 /// Seconds a file waits for a server at capacity.
@@ -203,11 +203,13 @@ impl Totals {
 }
 
 /// Prints the summary (and on stderr what was skipped, where valid times
-/// came from, and the rejections' count); exit 2 when any was rejected.
+/// came from, and the rejections' count); exit 2 when any was rejected,
+/// or with `strict` when any was skipped.
 fn report(
     t: &Totals,
     started: Instant,
     server: Option<&str>,
+    strict: bool,
     printer: &Printer,
 ) -> anyhow::Result<Exit> {
     let secs = started.elapsed().as_secs_f64();
@@ -245,6 +247,17 @@ fn report(
     for (reason, n) in &t.skipped {
         eprintln!("annal: skipped {n} document(s): {reason}");
     }
+    // Skips are never silent data loss: an input of which nothing at all
+    // was recorded says so.
+    if skipped > 0 && t.appended + t.duplicates + t.rejected == 0 {
+        eprintln!(
+            "annal: nothing was recorded: every document was skipped (reasons above); is this the right --format? ({})",
+            match strict {
+                true => "exit 2: --strict",
+                false => "--strict makes this exit 2",
+            }
+        );
+    }
     let record_source = annal_ingest::TimeSource::Record.as_str();
     if t.times.keys().any(|s| s != record_source) {
         let parts: Vec<String> = t
@@ -259,6 +272,9 @@ fn report(
             "annal: {} record(s) rejected and kept in quarantine: see `annal quarantine list`",
             t.rejected
         );
+        Ok(Exit::Usage)
+    } else if strict && skipped > 0 {
+        eprintln!("annal: {skipped} document(s) skipped and --strict given");
         Ok(Exit::Usage)
     } else {
         Ok(Exit::Ok)
