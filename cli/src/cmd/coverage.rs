@@ -26,13 +26,8 @@ pub fn run(store: &Store, args: &CoverageArgs, printer: &Printer) -> anyhow::Res
         printer.document(&coverage::document(store, &args.clusters, &window)?, &[])?;
         return Ok(Exit::Ok);
     }
-    let clusters = coverage::coverage(store, &args.clusters, &window)?;
-    let stale_ones: Vec<String> = clusters
-        .iter()
-        .filter(|c| c.stale)
-        .map(|c| c.cluster.clone())
-        .collect();
-    for s in coverage::stale_at(store, &stale_ones, &window.at, window.gap_seconds)? {
+    let (clusters, stale) = coverage::answer(store, &args.clusters, &window)?;
+    for s in &stale {
         let _ = writeln!(std::io::stderr().lock(), "annal: {}", s.describe());
     }
     let mut out = printer.stream(&COLUMNS).narrow(&[

@@ -81,11 +81,6 @@ impl Aliases {
         }
         names.into_iter().collect()
     }
-
-    /// Whether no URL is an alias (most ledgers: then nothing is resolved).
-    pub fn is_empty(&self) -> bool {
-        self.by_server.is_empty()
-    }
 }
 
 #[cfg(test)]

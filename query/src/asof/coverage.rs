@@ -230,6 +230,23 @@ pub fn coverage(
     Ok(out)
 }
 
+/// Each cluster's coverage over `window` ([`coverage`]) and the clusters
+/// stale at the instant asked, with when each was last seen.
+pub fn answer(
+    store: &Store,
+    clusters: &[String],
+    window: &Window,
+) -> Result<(Vec<ClusterCoverage>, Vec<Stale>), QueryError> {
+    let covered = coverage(store, clusters, window)?;
+    let stale_ones: Vec<String> = covered
+        .iter()
+        .filter(|c| c.stale)
+        .map(|c| c.cluster.clone())
+        .collect();
+    let stale = stale_at(store, &stale_ones, &window.at, window.gap_seconds)?;
+    Ok((covered, stale))
+}
+
 /// The answer as one document (`annal coverage -o json`,
 /// `GET /v1/coverage`): the window, each cluster's coverage, and the
 /// clusters stale at the instant asked.
@@ -238,13 +255,7 @@ pub fn document(
     clusters: &[String],
     window: &Window,
 ) -> Result<serde_json::Value, QueryError> {
-    let covered = coverage(store, clusters, window)?;
-    let stale_ones: Vec<String> = covered
-        .iter()
-        .filter(|c| c.stale)
-        .map(|c| c.cluster.clone())
-        .collect();
-    let stale = stale_at(store, &stale_ones, &window.at, window.gap_seconds)?;
+    let (covered, stale) = answer(store, clusters, window)?;
     Ok(serde_json::json!({
         "from": window.from.map(|t| t.to_string()),
         "to": window.to.to_string(),

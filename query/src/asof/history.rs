@@ -26,8 +26,6 @@
 //! One object's versions come from its cluster's version index; each
 //! version costs one leaf read and two short index scans of the window.
 
-use std::collections::BTreeSet;
-
 use annal_schemas::data::KubeObject;
 use annal_schemas::ownership;
 use annal_schemas::{Actor, EventType, Timestamp};
@@ -805,11 +803,6 @@ fn shifted(t: Timestamp, micros: i64) -> Timestamp {
         .checked_add(micros)
         .and_then(Timestamp::from_unix_micros)
         .unwrap_or(t)
-}
-
-/// The distinct people of `rows` (for summaries).
-pub fn people(rows: &[HistoryRow]) -> BTreeSet<String> {
-    rows.iter().filter_map(|r| r.person.clone()).collect()
 }
 
 #[cfg(test)]
