@@ -11,7 +11,7 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(envelope k8s_audit k8s_object argocd flux fleet k8s_event auto)
+  targets=(envelope k8s_audit gke_audit aks_audit eks_audit k8s_object argocd flux fleet k8s_event auto)
 fi
 fixtures=../../shared/fixtures/real
 export RUSTC_BOOTSTRAP=1
@@ -21,6 +21,7 @@ for t in "${targets[@]}"; do
   if [ -d "$fixtures" ] && [ -z "$(ls -A "corpus/$t")" ]; then
     find "$fixtures" -type f ! -name SOURCES.md -size -64k -exec cp {} "corpus/$t/" \;
     cp ../examples/*.jsonl "corpus/$t/" 2>/dev/null || true
+    cp ../ingest/testdata/cloud-audit/*.json* "corpus/$t/" 2>/dev/null || true
   fi
   echo "== $t for ${seconds}s"
   cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 2>&1 \

@@ -508,6 +508,10 @@ pub struct LogArgs {
     /// At most this many events.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
+    /// Whole events: also `source`, `actor` and `data` (with `-o json`, the
+    /// envelopes as stored, to compare two ingests of one source).
+    #[arg(long)]
+    pub full: bool,
 }
 
 #[derive(Debug, Args)]

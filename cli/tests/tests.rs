@@ -3,6 +3,7 @@
 mod util;
 
 mod beside;
+mod cloud_audit;
 mod coverage;
 mod crash;
 mod diff;

@@ -72,19 +72,27 @@ pub fn log(store: &Store, args: &LogArgs, printer: &Printer) -> anyhow::Result<E
         limit: Some(args.limit),
         ..EventFilter::default()
     };
+    let mut columns = vec!["index", "time", "type", "cluster", "id", "recorded_at"];
+    if args.full {
+        columns.extend(["source", "actor", "data"]);
+    }
     let mut out = printer
-        .stream(&["index", "time", "type", "cluster", "id", "recorded_at"])
+        .stream(&columns)
         .narrow(&["index", "time", "type", "cluster", "id"]);
     for entry in events::select(store, &filter) {
         let e = entry?;
-        out.push(&[
+        let mut row = vec![
             json!(e.index),
             json!(e.event.time.to_string()),
             json!(e.event.event_type.as_str()),
             json!(e.event.cluster),
             json!(e.event.id),
             json!(e.recorded_at.to_string()),
-        ])?;
+        ];
+        if args.full {
+            row.extend([json!(e.event.source), json!(e.event.actor), e.event.data]);
+        }
+        out.push(&row)?;
     }
     out.finish()?;
     Ok(Exit::Ok)

@@ -27,6 +27,17 @@ const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 
 /// One audit event.
 pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String> {
+    event_marked(doc, emit, false)
+}
+
+/// One audit event that its exporter marked as a dry run where the native
+/// event says so only in `requestURI` (GKE's `command.gke.io/dryRun`
+/// label: Cloud Logging keeps no request URI).
+pub(super) fn event_marked(
+    doc: Value,
+    emit: &mut Emitter<'_, '_>,
+    marked_dry_run: bool,
+) -> Result<(), String> {
     let Value::Object(mut ev) = doc else {
         return Err("expected an object".into());
     };
@@ -35,7 +46,7 @@ pub(super) fn event(doc: Value, emit: &mut Emitter<'_, '_>) -> Result<(), String
     let stage = optional_str(&ev, "stage")?.unwrap_or_else(|| "ResponseComplete".into());
     let request_uri = optional_str(&ev, "requestURI")?;
     let query = request_uri.as_deref().map(query_params).unwrap_or_default();
-    let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
+    let dry_run = marked_dry_run || query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
     let field_manager = query
         .iter()
         .find(|(k, _)| k == "fieldManager")

@@ -37,6 +37,17 @@ pub enum Kind {
     HelmRelease,
     /// A Fleet `BundleDeployment`.
     BundleDeployment,
+    /// A GKE audit log entry from Cloud Logging (`protoPayload` AuditLog).
+    GkeAudit,
+    /// An AKS diagnostic record (`category`, `properties.log`).
+    AksRecord,
+    /// An Azure Event Hub batch of diagnostic records (`{"records": [...]}`).
+    AksRecords,
+    /// A CloudWatch Logs event (`message`, `logStreamName`...).
+    CloudWatchEvent,
+    /// CloudWatch Logs events: `filter-log-events` output or a
+    /// subscription payload.
+    CloudWatchBatch,
     /// A CRD `ConversionReview` (carries no change of state).
     ConversionReview,
     /// Any other Kubernetes object.
@@ -95,6 +106,9 @@ impl Kind {
             return Err("audit.k8s.io document without `auditID` and `verb`".into());
         }
         if kind.is_none() && api_version.is_none() {
+            if let Some(cloud) = cloud_export(map) {
+                return Ok(cloud);
+            }
             if let Some(req) = map.get("request") {
                 if req.get("operation").is_some() && req.get("uid").is_some() {
                     return Ok(Kind::Admission);
@@ -189,6 +203,11 @@ impl Kind {
             Kind::Kustomization => "a Flux Kustomization",
             Kind::HelmRelease => "a Flux HelmRelease",
             Kind::BundleDeployment => "a Fleet BundleDeployment",
+            Kind::GkeAudit => "a GKE audit log entry (Cloud Logging)",
+            Kind::AksRecord => "an AKS diagnostic record",
+            Kind::AksRecords => "an Azure Event Hub batch of diagnostic records",
+            Kind::CloudWatchEvent => "a CloudWatch Logs event",
+            Kind::CloudWatchBatch => "a batch of CloudWatch Logs events",
             Kind::ConversionReview => "a ConversionReview (no change of state to record)",
             Kind::Object => "a Kubernetes object",
             Kind::Fragment => "a fragment without apiVersion/kind (nothing to record)",
@@ -201,6 +220,9 @@ impl Kind {
         match self {
             Kind::Envelope => Format::Envelope,
             Kind::AuditEvent | Kind::AuditList | Kind::Admission => Format::K8sAudit,
+            Kind::GkeAudit => Format::GkeAudit,
+            Kind::AksRecord | Kind::AksRecords => Format::AksAudit,
+            Kind::CloudWatchEvent | Kind::CloudWatchBatch => Format::EksAudit,
             Kind::KubeEvent | Kind::OtelEvent => Format::K8sEvent,
             Kind::FluxEvent | Kind::Kustomization | Kind::HelmRelease => Format::Flux,
             Kind::Application | Kind::AppProject | Kind::ClusterSecret => Format::ArgoCd,
@@ -211,6 +233,61 @@ impl Kind {
             Kind::Fragment => Format::Auto,
         }
     }
+}
+
+/// The cloud log exports of audit events (see `cloud_audit`), told apart
+/// by their wrappers' own keys.
+fn cloud_export(map: &serde_json::Map<String, Value>) -> Option<Kind> {
+    let has = |k: &str| map.contains_key(k);
+    let payload = map
+        .get("protoPayload")
+        .or_else(|| map.get("protopayload_auditlog"));
+    if let Some(Value::Object(p)) = payload {
+        let audit_log = p
+            .get("@type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("google.cloud.audit.AuditLog"));
+        if audit_log || p.contains_key("methodName") {
+            return Some(Kind::GkeAudit);
+        }
+    }
+    if let Some(Value::Object(props)) = map.get("properties") {
+        if props.contains_key("log") && (has("category") || has("Category")) {
+            return Some(Kind::AksRecord);
+        }
+    }
+    if map.get("log_s").is_some_and(Value::is_string) && has("Category") {
+        return Some(Kind::AksRecord);
+    }
+    if map.get("records").is_some_and(Value::is_array) {
+        return Some(Kind::AksRecords);
+    }
+    if map.get("messageType").is_some_and(Value::is_string) && (has("logEvents") || has("logGroup"))
+    {
+        return Some(Kind::CloudWatchBatch);
+    }
+    if let Some(Value::Array(events)) = map.get("events") {
+        let paged = [
+            "searchedLogStreams",
+            "nextForwardToken",
+            "nextBackwardToken",
+            "nextToken",
+        ]
+        .iter()
+        .any(|k| has(k));
+        let looks = events
+            .first()
+            .is_some_and(|e| e.get("message").is_some() && e.get("ingestionTime").is_some());
+        if paged || looks {
+            return Some(Kind::CloudWatchBatch);
+        }
+    }
+    if map.get("message").is_some()
+        && (has("logStreamName") || has("ingestionTime") || has("eventId"))
+    {
+        return Some(Kind::CloudWatchEvent);
+    }
+    None
 }
 
 /// JSON type name for messages (never the value: it may be a secret).
@@ -286,6 +363,38 @@ mod tests {
                 Kind::Object,
             ),
             (json!({"status": {"conditions": []}}), Kind::Fragment),
+            (
+                json!({"protoPayload": {"@type": "type.googleapis.com/google.cloud.audit.AuditLog"}, "insertId": "i"}),
+                Kind::GkeAudit,
+            ),
+            (
+                json!({"protopayload_auditlog": {"methodName": "io.k8s.core.v1.pods.create"}}),
+                Kind::GkeAudit,
+            ),
+            (
+                json!({"category": "kube-audit", "properties": {"log": "{}"}}),
+                Kind::AksRecord,
+            ),
+            (
+                json!({"Category": "kube-audit", "log_s": "{}"}),
+                Kind::AksRecord,
+            ),
+            (json!({"records": []}), Kind::AksRecords),
+            (
+                json!({"messageType": "DATA_MESSAGE", "logGroup": "/aws/eks/a/cluster", "logEvents": []}),
+                Kind::CloudWatchBatch,
+            ),
+            (
+                json!({"events": [], "searchedLogStreams": []}),
+                Kind::CloudWatchBatch,
+            ),
+            (
+                json!({"message": "{}", "logStreamName": "kube-apiserver-audit-1", "ingestionTime": 1}),
+                Kind::CloudWatchEvent,
+            ),
+            // Other documents with these words stay what they were.
+            (json!({"events": [1]}), Kind::Fragment),
+            (json!({"message": "hello"}), Kind::Fragment),
             (
                 json!({"kind": "Application", "apiVersion": "argoproj.io/v1alpha1", "metadata": {"annotations": {}}}),
                 Kind::Unnamed,

@@ -20,6 +20,7 @@ use crate::document::{self, Syntax};
 use crate::{redact, ListItem, Record};
 
 mod argocd;
+mod cloud_audit;
 mod envelope;
 mod fleet;
 mod flux;
@@ -44,6 +45,15 @@ pub enum Format {
     /// Kubernetes audit events (`audit.k8s.io` v1/v1beta1, JSONL or
     /// EventList) and admission request captures.
     K8sAudit,
+    /// GKE audit logs from Cloud Logging (`gcloud logging read --format
+    /// json`, Pub/Sub, storage or BigQuery sinks).
+    GkeAudit,
+    /// AKS `kube-audit`/`kube-audit-admin` diagnostic records (Event Hub
+    /// batches, storage-account lines, Log Analytics rows).
+    AksAudit,
+    /// EKS audit logs from CloudWatch Logs (`aws logs filter-log-events`,
+    /// subscription payloads).
+    EksAudit,
     /// Kubernetes objects (single, `*List`, multi-document YAML, watch events).
     K8sObject,
     /// Argo CD Applications, AppProjects and cluster Secrets.
@@ -58,10 +68,13 @@ pub enum Format {
 
 impl Format {
     /// Every format, for help texts.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 11] = [
         Format::Auto,
         Format::Envelope,
         Format::K8sAudit,
+        Format::GkeAudit,
+        Format::AksAudit,
+        Format::EksAudit,
         Format::K8sObject,
         Format::ArgoCd,
         Format::Flux,
@@ -75,6 +88,9 @@ impl Format {
             Format::Auto => "auto",
             Format::Envelope => "envelope",
             Format::K8sAudit => "k8s-audit",
+            Format::GkeAudit => "gke-audit",
+            Format::AksAudit => "aks-audit",
+            Format::EksAudit => "eks-audit",
             Format::K8sObject => "k8s-object",
             Format::ArgoCd => "argocd",
             Format::Flux => "flux",
@@ -220,6 +236,11 @@ impl Format {
             Kind::BundleDeployment => {
                 fleet::bundle_deployment(doc, &mut emit, *self != Format::K8sObject)
             }
+            Kind::GkeAudit => cloud_audit::gke::entry(doc, &mut emit),
+            Kind::AksRecord => cloud_audit::aks::record(doc, &mut emit),
+            Kind::AksRecords => cloud_audit::aks::records(doc, &mut emit),
+            Kind::CloudWatchEvent => cloud_audit::eks::event(doc, &mut emit),
+            Kind::CloudWatchBatch => cloud_audit::eks::batch(doc, &mut emit),
             Kind::ConversionReview | Kind::Fragment | Kind::Unnamed => {
                 out.skip(kind.describe());
                 Ok(())
@@ -233,10 +254,33 @@ impl Format {
         match self {
             Format::Auto => true,
             Format::Envelope => kind == Envelope,
-            Format::K8sAudit => matches!(kind, AuditEvent | AuditList | Admission),
+            Format::K8sAudit => matches!(
+                kind,
+                AuditEvent
+                    | AuditList
+                    | Admission
+                    | GkeAudit
+                    | AksRecord
+                    | AksRecords
+                    | CloudWatchEvent
+                    | CloudWatchBatch
+            ),
+            Format::GkeAudit => kind == GkeAudit,
+            Format::AksAudit => matches!(kind, AksRecord | AksRecords),
+            Format::EksAudit => matches!(kind, CloudWatchEvent | CloudWatchBatch),
             Format::K8sObject => !matches!(
                 kind,
-                Envelope | AuditEvent | AuditList | Admission | FluxEvent | Fragment
+                Envelope
+                    | AuditEvent
+                    | AuditList
+                    | Admission
+                    | FluxEvent
+                    | Fragment
+                    | GkeAudit
+                    | AksRecord
+                    | AksRecords
+                    | CloudWatchEvent
+                    | CloudWatchBatch
             ),
             Format::ArgoCd => matches!(
                 kind,
@@ -268,7 +312,7 @@ impl fmt::Display for Format {
 
 /// A `--format` value that names no format.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown format {0:?} (known: auto, envelope, k8s-audit, k8s-object, argocd, flux, fleet, k8s-event)")]
+#[error("unknown format {0:?} (known: auto, envelope, k8s-audit, gke-audit, aks-audit, eks-audit, k8s-object, argocd, flux, fleet, k8s-event)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
