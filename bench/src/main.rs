@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod cloud_audit;
 mod dataset;
 mod http_load;
 mod inventory;
@@ -62,6 +63,9 @@ enum Command {
         /// Directories or files with audit JSONL to repeat.
         #[arg(long, required = true)]
         from: Vec<PathBuf>,
+        /// Write the events as this export shape (one record per line).
+        #[arg(long, value_enum, default_value = "native")]
+        shape: cloud_audit::Shape,
         /// Output file (`-` for stdout).
         #[arg(long, default_value = "-")]
         out: PathBuf,
@@ -218,10 +222,11 @@ fn main() -> anyhow::Result<()> {
             count,
             seed,
             from,
+            shape,
             out,
         } => {
             let mut w = sink(&out)?;
-            audit(&mut w, count, seed, &from)?;
+            audit(&mut w, count, seed, &from, shape)?;
             w.flush()?;
         }
         Command::Stages { input } => stages(&input)?,
@@ -398,7 +403,13 @@ fn audit_templates(from: &[PathBuf]) -> anyhow::Result<Vec<serde_json::Value>> {
 
 /// Writes `count` audit events cycling through the templates, each with a
 /// fresh auditID (seeded) and a timestamp one millisecond after the last.
-fn audit(w: &mut impl Write, count: u64, seed: u64, from: &[PathBuf]) -> anyhow::Result<()> {
+fn audit(
+    w: &mut impl Write,
+    count: u64,
+    seed: u64,
+    from: &[PathBuf],
+    shape: cloud_audit::Shape,
+) -> anyhow::Result<()> {
     let templates = audit_templates(from)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let start = 1_793_520_000_000i64; // 2026-11-01T08:00:00Z in ms
@@ -424,7 +435,7 @@ fn audit(w: &mut impl Write, count: u64, seed: u64, from: &[PathBuf]) -> anyhow:
                 ev[key] = ts.clone().into();
             }
         }
-        serde_json::to_writer(&mut *w, &ev)?;
+        serde_json::to_writer(&mut *w, &cloud_audit::wrap(shape, ev, "bench"))?;
         w.write_all(b"\n")?;
     }
     Ok(())

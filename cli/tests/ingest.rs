@@ -299,4 +299,97 @@ fn an_input_that_records_nothing_says_so_and_strict_exits_2() {
     let good = l.file("good.jsonl", &envelopes("strict", 2));
     let out = l.run(&["ingest", "--strict", path_str(&good)]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Per file: beside a file that records, the one that records nothing
+    // is still named; -o json lists each skip with its file and line.
+    let more = l.file("more.jsonl", &envelopes("more", 2));
+    let out = l.run(&["ingest", "--cluster", "c1", path_str(&more), path_str(&f)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!("{}: nothing was recorded", path_str(&f))),
+        "{said}"
+    );
+    assert!(
+        !said.contains(&format!("{}: nothing", path_str(&more))),
+        "{said}"
+    );
+    let (code, doc) = l.json(&["ingest", "--cluster", "c1", path_str(&more), path_str(&f)]);
+    assert_eq!(code, Some(0));
+    let skips = doc["skips"].as_array().expect("skips listed");
+    let lines: Vec<(String, u64)> = skips
+        .iter()
+        .map(|s| {
+            (
+                s["input"].as_str().unwrap().to_string(),
+                s["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let name = path_str(&f).to_string();
+    assert_eq!(lines, vec![(name.clone(), 1), (name.clone(), 2)]);
+    assert!(skips
+        .iter()
+        .all(|s| s["reason"].as_str().is_some_and(|r| !r.is_empty())));
+    let inputs = doc["inputs"].as_array().expect("inputs listed");
+    assert_eq!(inputs.len(), 2);
+    assert_eq!(
+        (
+            inputs[1]["input"].as_str(),
+            inputs[1]["events"].as_u64(),
+            inputs[1]["skipped"].as_u64()
+        ),
+        (Some(name.as_str()), Some(0), Some(2))
+    );
+    assert_eq!(inputs[0]["events"], 2);
+}
+
+/// What the GitOps CLIs print where it differs from the objects: the
+/// Application of `argocd app get -o yaml` (no apiVersion/kind) and `argocd
+/// app list -o yaml` (a YAML sequence) are decoded; the text views are
+/// rejected naming the command that printed them and what to run instead.
+/// See: issue 21, item 4.
+#[test]
+fn gitops_cli_outputs_are_decoded_or_rejected_naming_the_command() {
+    let l = Ledger::new();
+    let app = "metadata:\n  name: guestbook\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n    targetRevision: HEAD\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: default\nstatus:\n  sync:\n    status: Synced\n    revision: 53e28ff20cc530b9ada2173fbbd64d48338583ba\n  health:\n    status: Healthy\n  reconciledAt: \"2026-11-03T09:10:05Z\"\n";
+    let get = l.file("app-get.yaml", app);
+    let (code, doc) = l.json(&["ingest", "--cluster", "hub", path_str(&get)]);
+    assert_eq!(
+        (code, doc["rejected"].as_u64()),
+        (Some(0), Some(0)),
+        "{doc}"
+    );
+    let (_, declared) = l.json(&["sql", "SELECT count(*) AS n FROM events WHERE type = 'app.declared' AND data LIKE '%argocd:guestbook%'"]);
+    assert_eq!(declared[0]["n"], 1, "{declared}");
+    let list = l.file(
+        "app-list.yaml",
+        &format!(
+            "- {}",
+            app.replace("guestbook", "shop").replace('\n', "\n  ")
+        ),
+    );
+    let (code, doc) = l.json(&["ingest", "--cluster", "hub", path_str(&list)]);
+    assert_eq!(
+        (code, doc["rejected"].as_u64()),
+        (Some(0), Some(0)),
+        "{doc}"
+    );
+    assert!(doc["appended"].as_u64().unwrap() > 0, "{doc}");
+
+    let views = [
+        ("history.txt", "SOURCE  https://github.com/argoproj/argocd-example-apps.git\nID      DATE                           REVISION\n0       2026-11-03 09:10:05 +0000 UTC  HEAD (53e28ff)\n", "`argocd app history NAME`"),
+        ("get.txt", "Name:               argocd/guestbook\nProject:            default\nServer:             https://kubernetes.default.svc\nSync Status:        Synced to HEAD (53e28ff)\nHealth Status:      Healthy\n\nGROUP  KIND     NAMESPACE  NAME          STATUS  HEALTH\n       Service  default    guestbook-ui  Synced  Healthy\n", "`argocd app get NAME` text output"),
+        ("flux-get.txt", "NAME       \tREVISION          \tSUSPENDED\tREADY\tMESSAGE\nflux-system\tmain@sha1:4d4a3a2e\tFalse    \tTrue \tApplied revision: main@sha1:4d4a3a2e\n", "`flux get ...`"),
+        ("flux-status.yaml", "conditions:\n- type: Ready\n  status: \"True\"\n  reason: ReconciliationSucceeded\nlastAppliedRevision: main@sha1:4d4a3a2e\ninventory:\n  entries:\n  - id: default_podinfo__Service\n    v: v1\n", "`flux debug kustomization|helmrelease NAME --show-status`"),
+        ("flux-vars.txt", "cluster_env=prod\nREGION=eu-west-1\n", "`flux debug kustomization NAME --show-vars`"),
+    ];
+    for (name, text, command) in views {
+        let f = l.file(name, text);
+        let out = l.run(&["ingest", "--cluster", "hub", path_str(&f)]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(command), "{name}: {err}");
+        assert!(err.contains("annal reads"), "{name}: {err}");
+    }
 }

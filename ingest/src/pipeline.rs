@@ -72,12 +72,56 @@ pub struct Summary {
     pub rejected: u64,
     /// Documents with nothing to record, by reason.
     pub skipped: BTreeMap<String, u64>,
+    /// Where the first [`MAX_LISTED_SKIPS`] skipped documents are.
+    pub skips: Vec<Skip>,
+    /// What each input gave, in order.
+    pub inputs: Vec<InputTally>,
     /// How each decoded event's valid time was chosen.
     pub times: TimeCounts,
     /// Input bytes read.
     pub bytes: u64,
     /// Group commits made.
     pub batches: u64,
+}
+
+/// Skipped documents listed by position in a summary; the rest are counted
+/// by reason only (an export of a million unrelated records must not make
+/// a summary of a million lines).
+pub const MAX_LISTED_SKIPS: usize = 1000;
+
+/// A skipped document: where it is and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skip {
+    /// Input name (file path or `-`).
+    pub input: String,
+    /// Line where the document (or the list holding it) starts.
+    pub line: u64,
+    /// Why nothing was recorded.
+    pub reason: String,
+}
+
+/// What one input gave: the check that no file's data is lost unnoticed
+/// (an input that gave no event but skipped documents is named).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InputTally {
+    /// Input name (file path or `-`).
+    pub input: String,
+    /// Records framed.
+    pub records: u64,
+    /// Events decoded (stored, or found stored already).
+    pub events: u64,
+    /// Records or items rejected.
+    pub rejected: u64,
+    /// Documents skipped.
+    pub skipped: u64,
+}
+
+impl InputTally {
+    /// Whether the input was all skips: nothing recorded, nothing
+    /// rejected, something skipped.
+    pub fn all_skipped(&self) -> bool {
+        self.events == 0 && self.rejected == 0 && self.skipped > 0
+    }
 }
 
 /// Hooks for progress and per-record reporting.
@@ -105,6 +149,8 @@ struct Chunk {
     events: Vec<PreparedEvent>,
     rejected: Vec<Rejected>,
     skipped: BTreeMap<String, u64>,
+    skips: Vec<Skip>,
+    inputs: Vec<InputTally>,
     times: TimeCounts,
 }
 
@@ -264,6 +310,9 @@ impl<'a> Committer<'a> {
         for (reason, n) in chunk.skipped {
             *summary.skipped.entry(reason).or_default() += n;
         }
+        let room = MAX_LISTED_SKIPS.saturating_sub(summary.skips.len());
+        summary.skips.extend(chunk.skips.into_iter().take(room));
+        summary.inputs.extend(chunk.inputs);
         let quarantine = self.store.quarantine();
         for r in &chunk.rejected {
             let id = quarantine.put(&Rejection {
@@ -360,6 +409,10 @@ impl Reader {
                     }
                 };
             let mut ctx = self.options.context(&name, file_time);
+            let mut tally = InputTally {
+                input: name.clone(),
+                ..InputTally::default()
+            };
             for framed in framer {
                 let framed = match framed {
                     Ok(f) => f,
@@ -374,6 +427,10 @@ impl Reader {
                 chunk.records += 1;
                 let mut decoded = Decoded::for_store();
                 decode_framed(self.format, framed, syntax, &mut ctx, &mut decoded);
+                tally.records += 1;
+                tally.events += decoded.prepared.len() as u64;
+                tally.rejected += decoded.rejected.len() as u64;
+                tally.skipped += decoded.skipped.values().sum::<u64>();
                 chunk.add(decoded);
                 if chunk.events.len() >= self.batch_size || chunk.rejected.len() >= self.batch_size
                 {
@@ -383,8 +440,9 @@ impl Reader {
                     }
                 }
             }
+            chunk.inputs.push(tally);
         }
-        if chunk.records > 0 {
+        if chunk.records > 0 || !chunk.inputs.is_empty() {
             send(Ok(chunk));
         }
     }
@@ -398,6 +456,8 @@ impl Chunk {
         for (reason, n) in decoded.skipped {
             *self.skipped.entry(reason).or_default() += n;
         }
+        let room = MAX_LISTED_SKIPS.saturating_sub(self.skips.len());
+        self.skips.extend(decoded.skips.into_iter().take(room));
         self.times.add(&decoded.times);
         self.events.extend(decoded.prepared);
     }
@@ -474,6 +534,13 @@ fn decode_framed(
         ));
     }
     for reason in decoded.skipped {
+        if out.skips.len() < MAX_LISTED_SKIPS {
+            out.skips.push(Skip {
+                input: ctx.input.to_string(),
+                line: record.line,
+                reason: reason.clone(),
+            });
+        }
         *out.skipped.entry(reason).or_default() += 1;
     }
     out.times.add(&decoded.times);
@@ -516,6 +583,8 @@ pub struct Decoded {
     pub rejected: Vec<Rejected>,
     /// Documents with nothing to record, by reason.
     pub skipped: BTreeMap<String, u64>,
+    /// Where the first [`MAX_LISTED_SKIPS`] of them are.
+    pub skips: Vec<Skip>,
     /// How each event's valid time was chosen.
     pub times: TimeCounts,
 }

@@ -65,6 +65,14 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
         duplicates: summary.duplicates,
         rejected: summary.rejected,
         skipped: summary.skipped.clone(),
+        skips: serde_json::to_value(&summary.skips)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+        inputs: serde_json::to_value(&summary.inputs)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
         times: summary
             .times
             .iter()
@@ -175,6 +183,11 @@ struct Totals {
     duplicates: u64,
     rejected: u64,
     skipped: BTreeMap<String, u64>,
+    /// Where skipped documents are (`{input, line, reason}`), the first
+    /// `pipeline::MAX_LISTED_SKIPS`.
+    skips: Vec<serde_json::Value>,
+    /// Per input: `{input, records, events, rejected, skipped}`.
+    inputs: Vec<serde_json::Value>,
     /// Events per valid-time source.
     times: BTreeMap<String, u64>,
     records: u64,
@@ -191,6 +204,11 @@ impl Totals {
         self.records += count(&body["records"]);
         self.bytes += count(&body["bytes"]);
         self.size = self.size.max(count(&body["size"]));
+        let room = annal_ingest::pipeline::MAX_LISTED_SKIPS.saturating_sub(self.skips.len());
+        let skips = body["skips"].as_array().into_iter().flatten();
+        self.skips.extend(skips.take(room).cloned());
+        self.inputs
+            .extend(body["inputs"].as_array().into_iter().flatten().cloned());
         for (map, key) in [
             (&mut self.skipped, "skipped"),
             (&mut self.times, "time_sources"),
@@ -224,6 +242,8 @@ fn report(
         "duplicates": t.duplicates,
         "rejected": t.rejected,
         "skipped": t.skipped,
+        "skips": t.skips,
+        "inputs": t.inputs,
         "time_sources": t.times,
     });
     if let Some(url) = server {
@@ -248,10 +268,32 @@ fn report(
         eprintln!("annal: skipped {n} document(s): {reason}");
     }
     // Skips are never silent data loss: an input of which nothing at all
-    // was recorded says so.
-    if skipped > 0 && t.appended + t.duplicates + t.rejected == 0 {
+    // was recorded says so, naming it and its first skipped document.
+    for input in &t.inputs {
+        let (records, events, rejected, skipped) = (
+            count(&input["records"]),
+            count(&input["events"]),
+            count(&input["rejected"]),
+            count(&input["skipped"]),
+        );
+        if skipped == 0 || events + rejected > 0 {
+            continue;
+        }
+        let name = input["input"].as_str().unwrap_or("-");
+        let first = t
+            .skips
+            .iter()
+            .find(|s| s["input"].as_str() == Some(name))
+            .map(|s| {
+                format!(
+                    " (first at line {}: {})",
+                    count(&s["line"]),
+                    s["reason"].as_str().unwrap_or("")
+                )
+            })
+            .unwrap_or_default();
         eprintln!(
-            "annal: nothing was recorded: every document was skipped (reasons above); is this the right --format? ({})",
+            "annal: {name}: nothing was recorded: {skipped} document(s) in {records} record(s) skipped{first}; is this the right --format? ({})",
             match strict {
                 true => "exit 2: --strict",
                 false => "--strict makes this exit 2",

@@ -20,6 +20,7 @@ use crate::document::{self, Syntax};
 use crate::{redact, ListItem, Record};
 
 mod argocd;
+mod cli_output;
 mod cloud_audit;
 mod envelope;
 mod fleet;
@@ -150,8 +151,15 @@ impl Format {
         }
         let mut doc = document::parse(record, syntax).map_err(|e| DecodeError {
             line: Some(e.line),
-            reason: e.message,
+            // A CLI's text view says which command printed it.
+            reason: cli_output::explain_text(&record.bytes).unwrap_or(e.message),
         })?;
+        if !(doc.is_object() || doc.is_array()) {
+            // YAML reads a text table as one folded string.
+            if let Some(view) = cli_output::explain_text(&record.bytes) {
+                return Err(DecodeError::reason(view));
+            }
+        }
         let before = out.events.len();
         let result = match &record.item {
             None => self.document(doc, ctx, out, ""),
@@ -173,11 +181,31 @@ impl Format {
     /// Decodes one document (or list item, `path` naming where it sits).
     fn document(
         &self,
-        doc: Value,
+        mut doc: Value,
         ctx: &Context<'_>,
         out: &mut Output,
         path: &str,
     ) -> Result<(), String> {
+        if let Value::Array(items) = doc {
+            // A YAML sequence of documents (`argocd app list -o yaml`):
+            // each is decoded, and rejected, on its own.
+            for (i, item) in items.into_iter().enumerate() {
+                let item_path = format!("{path}[{i}].");
+                let mut item_ctx = *ctx;
+                item_ctx.item = Some(i);
+                let kept = item.clone();
+                let before = out.events.len();
+                if let Err(reason) = self.document(item, &item_ctx, out, &item_path) {
+                    out.events.truncate(before);
+                    out.reject(reason, kept);
+                }
+            }
+            return Ok(());
+        }
+        cli_output::complete(&mut doc);
+        if let Some(view) = cli_output::explain_document(&doc) {
+            return Err(at(path, &view));
+        }
         let kind = Kind::of(&doc).map_err(|e| at(path, &e))?;
         if !self.accepts(kind) {
             return Err(at(

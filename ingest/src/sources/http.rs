@@ -316,6 +316,7 @@ async fn stream(
             let body = json!({
                 "appended": summary.appended, "duplicates": summary.duplicates,
                 "rejected": summary.rejected, "skipped": summary.skipped,
+                "skips": summary.skips, "inputs": summary.inputs,
                 "time_sources": times, "records": summary.records,
                 "bytes": summary.bytes, "size": size,
                 "rejections": listed.0,
