@@ -133,14 +133,15 @@ fn gke(mut ev: Value, cluster: &str) -> Value {
     }
     let id = ev.get("auditID").cloned().unwrap_or(Value::Null);
     let first = text(&ev, "stage") != "ResponseComplete";
+    let time = ["stageTimestamp", "requestReceivedTimestamp", "timestamp"]
+        .iter()
+        .find_map(|k| ev.get(*k).cloned())
+        .unwrap_or(Value::Null);
     json!({
         "protoPayload": payload,
         "insertId": id,
         "resource": {"type": "k8s_cluster", "labels": {"project_id": "bench", "location": "europe-west1", "cluster_name": cluster}},
-        "timestamp": ["stageTimestamp", "requestReceivedTimestamp", "timestamp"]
-            .iter()
-            .find_map(|k| ev.get(*k).cloned())
-            .unwrap_or(Value::Null),
+        "timestamp": time,
         "labels": labels,
         "logName": "projects/bench/logs/cloudaudit.googleapis.com%2Factivity",
         "operation": {"id": id, "producer": "k8s.io", "first": true, "last": !first},

@@ -51,7 +51,10 @@ impl Record {
 /// about its items (typed lists such as `PodList` omit each item's `kind`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListItem {
-    /// Index in `items`.
+    /// The array it was in: `items`, or a cloud log export's `records`
+    /// (Azure Event Hub batches) or `events` (`aws logs filter-log-events`).
+    pub key: &'static str,
+    /// Index in that array.
     pub index: usize,
     /// Item kind, from the list's kind (`PodList` → `Pod`), when the list
     /// named it before its items.
@@ -76,6 +79,7 @@ impl ListItem {
             (given, _) => given.map(str::to_string),
         };
         ListItem {
+            key: "items",
             index,
             kind,
             api_version,
@@ -337,6 +341,12 @@ struct Scanner {
     ready: std::collections::VecDeque<Framed>,
 }
 
+/// The top-level arrays streamed past the threshold: a `*List`'s `items`,
+/// and the arrays the clouds' log exports of any size put their records in
+/// (`records`: an Azure Event Hub batch; `events`: `aws logs
+/// filter-log-events`, which prints every page as one document).
+const STREAMED_ARRAYS: [&str; 3] = ["items", "records", "events"];
+
 /// Follows a top-level object's `items` array: where each element starts
 /// and ends, so that a list past the threshold can be cut into its items
 /// (including those already buffered) and the rest streamed.
@@ -346,8 +356,11 @@ struct ListTracker {
     threshold: usize,
     /// Where the current depth-1 string (a key, maybe) starts in `buf`.
     key_start: usize,
-    /// The last depth-1 key was `"items"` (and `:` followed it).
+    /// The last depth-1 key was one of [`STREAMED_ARRAYS`] (and `:`
+    /// followed it).
     items_key: bool,
+    /// Which one.
+    key: &'static str,
     items_colon: bool,
     /// Inside the `items` array of the top-level object.
     in_items: bool,
@@ -393,7 +406,14 @@ impl Scanner {
         if self.in_string {
             if self.depth == 1 && !self.escaped && b == b'"' && !t.in_items {
                 // A depth-1 string ends here: a key if a ':' follows.
-                t.items_key = &self.buf[t.key_start..] == b"\"items";
+                let key = &self.buf[t.key_start + 1..];
+                match STREAMED_ARRAYS.iter().find(|k| k.as_bytes() == key) {
+                    Some(k) => {
+                        t.items_key = true;
+                        t.key = k;
+                    }
+                    None => t.items_key = false,
+                }
             }
             return;
         }
@@ -455,6 +475,7 @@ impl Scanner {
         for (start, end, line) in &done {
             let bytes = self.buf[*start..*end].trim_ascii().to_vec();
             let item = ListItem {
+                key: self.list.key,
                 index: self.list.emitted,
                 kind: self.list.kind.clone(),
                 api_version: self.list.api_version.clone(),

@@ -139,6 +139,7 @@ fn push_item(ready: &mut VecDeque<Framed>, list: &mut YamlList, item: Vec<u8>, l
         let indent = list.indent.unwrap_or(0);
         let bytes = dedent_item(&item, indent);
         let meta = ListItem {
+            key: "items",
             index: list.emitted,
             kind: list.kind.clone(),
             api_version: list.api_version.clone(),

@@ -596,3 +596,48 @@ fn typed_lists_give_their_items_kind_and_group() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].data["reason"], "ScalingReplicaSet");
 }
+
+/// A cloud export of any size is read in constant memory: an Event Hub
+/// batch's `records` and `filter-log-events`' `events` are streamed item by
+/// item past the threshold, and decode to exactly what the whole document
+/// does. See: issue 21.
+#[test]
+fn cloud_export_arrays_stream_like_lists() {
+    for (file, key) in [
+        ("cloud-audit/aks-eventhub.json", "records"),
+        ("cloud-audit/eks-filter-log-events.json", "events"),
+    ] {
+        let whole = decode(Format::Auto, file, &on_cluster());
+        let streamed = decode(
+            Format::Auto,
+            file,
+            &Options {
+                stream_lists_over: 64,
+                ..on_cluster()
+            },
+        );
+        assert_eq!(whole.events.len(), 8, "{file}");
+        assert_eq!(whole.skipped, streamed.skipped, "{file}");
+        let strip = |d: &Decoded| -> Vec<Value> {
+            d.events
+                .iter()
+                .map(|e| {
+                    let mut v = serde_json::to_value(e).unwrap();
+                    v.as_object_mut().unwrap().remove("source");
+                    v
+                })
+                .collect()
+        };
+        assert_eq!(strip(&whole), strip(&streamed), "{file}");
+        // Each streamed record is named by its place in the export.
+        assert!(
+            streamed.events.iter().all(|e| e
+                .source
+                .as_deref()
+                .unwrap()
+                .contains(&format!(" {key}["))),
+            "{file}: {:?}",
+            streamed.events[0].source
+        );
+    }
+}

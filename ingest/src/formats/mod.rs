@@ -169,7 +169,12 @@ impl Format {
                 item.fill(&mut doc);
                 let mut item_ctx = *ctx;
                 item_ctx.item = Some(item.index);
-                self.document(doc, &item_ctx, out, &format!("items[{}].", item.index))
+                self.document(
+                    doc,
+                    &item_ctx,
+                    out,
+                    &format!("{}[{}].", item.key, item.index),
+                )
             }
         };
         if result.is_err() {
