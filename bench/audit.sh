@@ -33,11 +33,12 @@ for shape in "${shapes[@]}"; do
   target/release/annal --data "$ledger" init >/dev/null
   echo "== $shape: input $(du -h "$input" | cut -f1)"
   /usr/bin/time -f "%e %M" -o "$ledger.time" \
-    target/release/annal --data "$ledger" ingest --cluster bench --no-progress "$input"
+    target/release/annal --data "$ledger" ingest --cluster bench --no-progress "$input" 2>"$ledger.err" \
+    || { tail -3 "$ledger.err"; exit 1; }
   read -r secs rss < "$ledger.time"
   wall[$shape]=$secs
   echo "   $shape: wall ${secs} s, $(awk -v n="$count" -v s="$secs" 'BEGIN{printf "%.0f", n/s}') events/s, peak RSS $((rss / 1024)) MB, ledger $(du -sh "$ledger" | cut -f1)"
-  rm -rf "$ledger" "$ledger.time"
+  rm -rf "$ledger" "$ledger.time" "$ledger.err"
 done
 if [ -n "${wall[native]:-}" ]; then
   for shape in "${shapes[@]}"; do

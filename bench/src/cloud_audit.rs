@@ -51,7 +51,9 @@ fn gke(mut ev: Value, cluster: &str) -> Value {
     let version = text(&r, "apiVersion");
     let mut path = vec![group.clone(), version.clone()];
     let namespace = text(&r, "namespace");
-    if !namespace.is_empty() {
+    // A Namespace's own path has no namespace segment (its audit objectRef
+    // names itself as the namespace).
+    if !namespace.is_empty() && text(&r, "resource") != "namespaces" {
         path.extend(["namespaces".to_string(), namespace]);
     }
     path.push(text(&r, "resource"));
@@ -92,7 +94,12 @@ fn gke(mut ev: Value, cluster: &str) -> Value {
             "callerSuppliedUserAgent": ev.get("userAgent").cloned().unwrap_or(Value::Null),
         }),
     );
-    payload.insert("resourceName".into(), path.join("/").into());
+    let resource_name = match ev.get("objectRef") {
+        Some(_) => path.join("/"),
+        // A non-resource request: its path.
+        None => text(&ev, "requestURI").trim_start_matches('/').to_string(),
+    };
+    payload.insert("resourceName".into(), resource_name.into());
     payload.insert("serviceName".into(), "k8s.io".into());
     let at_type = |o: &Value| {
         format!(
@@ -132,7 +139,9 @@ fn gke(mut ev: Value, cluster: &str) -> Value {
         labels["command.gke.io/dryRun"] = "All".into();
     }
     let id = ev.get("auditID").cloned().unwrap_or(Value::Null);
-    let first = text(&ev, "stage") != "ResponseComplete";
+    // GKE logs a long-running request's start (`ResponseStarted`) as an
+    // entry with `operation.first` and not `.last`.
+    let first = text(&ev, "stage") == "ResponseStarted";
     let time = ["stageTimestamp", "requestReceivedTimestamp", "timestamp"]
         .iter()
         .find_map(|k| ev.get(*k).cloned())

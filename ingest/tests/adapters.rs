@@ -641,3 +641,24 @@ fn cloud_export_arrays_stream_like_lists() {
         );
     }
 }
+
+/// A GKE entry of a non-resource request (`/version`) is the request, with
+/// its path as the URI and no object. See: issue 21.
+#[test]
+fn gke_non_resource_requests_are_recorded_with_their_path() {
+    let entry = r#"{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},"methodName":"io.k8s.get","resourceName":"version","serviceName":"k8s.io"},"insertId":"a1","operation":{"id":"a1","producer":"k8s.io","first":true,"last":true},"resource":{"type":"k8s_cluster","labels":{"cluster_name":"gke-1"}},"timestamp":"2026-11-03T09:10:06Z","logName":"projects/p/logs/cloudaudit.googleapis.com%2Fdata_access"}"#;
+    let d = pipeline::decode_bytes(
+        Format::GkeAudit,
+        "gke.json",
+        entry.as_bytes(),
+        &Options::default(),
+    );
+    assert!(d.rejected.is_empty(), "{:?}", d.rejected);
+    assert_eq!(d.events.len(), 1);
+    let e = &d.events[0];
+    assert_eq!(e.cluster.as_deref(), Some("gke-1"));
+    assert_eq!(e.id, "k8s-audit:gke-1:a1:ResponseComplete");
+    assert_eq!(e.data["request_uri"], "/version");
+    assert_eq!(e.data["verb"], "get");
+    assert_eq!(e.data["applied"], false);
+}

@@ -15,6 +15,7 @@
 //! | `stage` | `ResponseStarted` when `operation.first` and not `.last`, else `ResponseComplete` |
 //! | `verb` | the last segment of `protoPayload.methodName` (`io.k8s.core.v1.pods.create`) |
 //! | `objectRef` | `protoPayload.resourceName` (`core/v1/namespaces/ns/pods/name[/subresource]`; `core` is the core group) |
+//! | `requestURI` | `/` + `protoPayload.resourceName` of a non-resource request (`/healthz`), else none |
 //! | `user.username` | `protoPayload.authenticationInfo.principalEmail` |
 //! | `sourceIPs`, `userAgent` | `protoPayload.requestMetadata.callerIp`, `.callerSuppliedUserAgent` |
 //! | `requestObject`, `responseObject` | `protoPayload.request`, `.response` (without `@type`) |
@@ -72,9 +73,8 @@ pub(in crate::formats) fn entry(doc: Value, emit: &mut Emitter<'_, '_>) -> Resul
     let method = required(&payload, "methodName", field)?;
     let resource_name = required(&payload, "resourceName", field)?;
     let verb = method.rsplit('.').next().unwrap_or_default().to_string();
-    let object_ref = object_ref(&resource_name, &method).ok_or_else(|| {
-        format!("field `{field}.resourceName`: not a Kubernetes resource path (group/version/...)")
-    })?;
+    // A non-resource request (`/healthz`, `/api`) names its path instead.
+    let object_ref = object_ref(&resource_name, &method);
     let operation = entry.get("operation");
     let audit_id = operation
         .and_then(|o| o.get("id"))
@@ -146,11 +146,24 @@ pub(in crate::formats) fn entry(doc: Value, emit: &mut Emitter<'_, '_>) -> Resul
     {
         native.insert("userAgent".into(), ua.into());
     }
-    let (group, version) = (
-        object_ref["apiGroup"].as_str().unwrap_or("").to_string(),
-        object_ref["apiVersion"].as_str().unwrap_or("").to_string(),
-    );
-    native.insert("objectRef".into(), object_ref);
+    let text = |key: &str| {
+        object_ref
+            .as_ref()
+            .and_then(|r| r.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (group, version) = (text("apiGroup"), text("apiVersion"));
+    match object_ref {
+        Some(r) => {
+            native.insert("objectRef".into(), r);
+        }
+        None => {
+            let path = format!("/{}", resource_name.trim_start_matches('/'));
+            native.insert("requestURI".into(), path.into());
+        }
+    }
     if code.is_some() || message.is_some() {
         let mut rs = Map::new();
         if let Some(c) = code {
