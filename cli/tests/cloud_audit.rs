@@ -193,3 +193,52 @@ fn an_export_given_the_wrong_cloud_format_names_the_right_one() {
     assert!(err.contains("--format aks-audit"), "{err}");
     assert_eq!(l.size(), 0);
 }
+
+/// The exports' push paths land on HTTP ingest: an Event Hub batch (as an
+/// Azure Function forwards it) and a CloudWatch subscription payload (as a
+/// Lambda or Firehose HTTP endpoint delivers it), each under its format.
+#[test]
+fn event_hub_batches_and_subscription_payloads_are_accepted_over_http() {
+    let l = Ledger::new();
+    let server = Server::start(&l, &[]);
+    let batch = std::fs::read_to_string(fixture("aks-eventhub.json")).unwrap();
+    let (status, body) = server.request_typed(
+        "POST",
+        "/v1/ingest/aks-audit",
+        None,
+        "application/json",
+        &batch,
+    );
+    assert_eq!(status, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        counts(&doc),
+        json!({"appended": 8, "duplicates": 0, "rejected": 0})
+    );
+    let payloads = std::fs::read_to_string(fixture("eks-subscription.jsonl")).unwrap();
+    let data_message = payloads.lines().nth(1).unwrap();
+    let (status, body) = server.request_typed(
+        "POST",
+        "/v1/ingest/eks-audit",
+        None,
+        "application/json",
+        data_message,
+    );
+    assert_eq!(status, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    // The same requests: stored once.
+    assert_eq!(
+        counts(&doc),
+        json!({"appended": 0, "duplicates": 8, "rejected": 0})
+    );
+    // The wrong cloud's format is refused with the right one named.
+    let (status, body) = server.request_typed(
+        "POST",
+        "/v1/ingest/gke-audit",
+        None,
+        "application/json",
+        data_message,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("eks-audit"), "{body}");
+}
