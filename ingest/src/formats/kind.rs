@@ -259,8 +259,14 @@ fn cloud_export(map: &serde_json::Map<String, Value>) -> Option<Kind> {
     if map.get("log_s").is_some_and(Value::is_string) && has("Category") {
         return Some(Kind::AksRecord);
     }
-    if map.get("records").is_some_and(Value::is_array) {
-        return Some(Kind::AksRecords);
+    if let Some(Value::Array(records)) = map.get("records") {
+        // Azure's batch of diagnostic records, each with its category.
+        let azure = records
+            .first()
+            .is_none_or(|r| r.get("category").or_else(|| r.get("Category")).is_some());
+        if azure {
+            return Some(Kind::AksRecords);
+        }
     }
     if map.get("messageType").is_some_and(Value::is_string) && (has("logEvents") || has("logGroup"))
     {
@@ -395,6 +401,7 @@ mod tests {
             // Other documents with these words stay what they were.
             (json!({"events": [1]}), Kind::Fragment),
             (json!({"message": "hello"}), Kind::Fragment),
+            (json!({"records": [{"name": "a"}]}), Kind::Fragment),
             (
                 json!({"kind": "Application", "apiVersion": "argoproj.io/v1alpha1", "metadata": {"annotations": {}}}),
                 Kind::Unnamed,

@@ -192,19 +192,8 @@ impl Format {
         path: &str,
     ) -> Result<(), String> {
         if let Value::Array(items) = doc {
-            // A YAML sequence of documents (`argocd app list -o yaml`):
-            // each is decoded, and rejected, on its own.
-            for (i, item) in items.into_iter().enumerate() {
-                let item_path = format!("{path}[{i}].");
-                let mut item_ctx = *ctx;
-                item_ctx.item = Some(i);
-                let kept = item.clone();
-                let before = out.events.len();
-                if let Err(reason) = self.document(item, &item_ctx, out, &item_path) {
-                    out.events.truncate(before);
-                    out.reject(reason, kept);
-                }
-            }
+            // A YAML sequence of documents (`argocd app list -o yaml`).
+            self.elements(items, "", None, ctx, out, path);
             return Ok(());
         }
         cli_output::complete(&mut doc);
@@ -237,18 +226,7 @@ impl Format {
                 // Typed lists (`ApplicationList`, an audit `EventList`)
                 // leave each item's kind and apiVersion to the list.
                 let head = Value::Object(map);
-                for (i, mut item) in items.into_iter().enumerate() {
-                    ListItem::of_list(&head, i).fill(&mut item);
-                    let item_path = format!("{path}items[{i}].");
-                    let mut item_ctx = *ctx;
-                    item_ctx.item = Some(i);
-                    let kept = item.clone();
-                    let before = out.events.len();
-                    if let Err(reason) = self.document(item, &item_ctx, out, &item_path) {
-                        out.events.truncate(before);
-                        out.reject(reason, kept);
-                    }
-                }
+                self.elements(items, "items", Some(&head), ctx, out, path);
                 Ok(())
             }
             Kind::AuditEvent => k8s_audit::event(doc, &mut emit),
@@ -280,6 +258,34 @@ impl Format {
             }
         };
         result.map_err(|e| at(path, &e))
+    }
+
+    /// Decodes each element of an array (under `key` of the document at
+    /// `path`; a typed list's items take their kind from its `head`) as a
+    /// document of its own: an element that fails is rejected alone.
+    fn elements(
+        &self,
+        items: Vec<Value>,
+        key: &str,
+        head: Option<&Value>,
+        ctx: &Context<'_>,
+        out: &mut Output,
+        path: &str,
+    ) {
+        for (i, mut item) in items.into_iter().enumerate() {
+            if let Some(head) = head {
+                ListItem::of_list(head, i).fill(&mut item);
+            }
+            let item_path = format!("{path}{key}[{i}].");
+            let mut item_ctx = *ctx;
+            item_ctx.item = Some(i);
+            let kept = item.clone();
+            let before = out.events.len();
+            if let Err(reason) = self.document(item, &item_ctx, out, &item_path) {
+                out.events.truncate(before);
+                out.reject(reason, kept);
+            }
+        }
     }
 
     fn accepts(&self, kind: Kind) -> bool {
