@@ -365,7 +365,9 @@ pub struct IngestArgs {
     )]
     pub token: Option<String>,
 
-    /// Files to read; `-` reads standard input.
+    /// Files to read; a directory reads every file under it, in path order
+    /// (an AKS storage archive's `y=/m=/d=/h=/PT1H.json` tree); `-` reads
+    /// standard input.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
 }

@@ -242,3 +242,39 @@ fn event_hub_batches_and_subscription_payloads_are_accepted_over_http() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("eks-audit"), "{body}");
 }
+
+/// An AKS storage archive is a directory tree of hourly `PT1H.json`
+/// blobs: `annal ingest DIR` reads every file under it, in path order.
+#[test]
+fn a_storage_archive_directory_is_read_file_by_file() {
+    let l = Ledger::new();
+    let root = l.dir.path().join("insights-logs-kube-audit-admin");
+    let records = std::fs::read_to_string(fixture("aks-storage-PT1H.json")).unwrap();
+    for hour in ["h=09", "h=10"] {
+        let dir = root.join("y=2026/m=11/d=03").join(hour).join("m=00");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("PT1H.json"), &records).unwrap();
+    }
+    let (code, doc) = l.json(&["ingest", "--strict", path_str(&root)]);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(
+        counts(&doc),
+        json!({"appended": 8, "duplicates": 8, "rejected": 0})
+    );
+    let inputs: Vec<&str> = doc["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["input"].as_str().unwrap())
+        .collect();
+    assert_eq!(inputs.len(), 2);
+    assert!(
+        inputs[0].ends_with("h=09/m=00/PT1H.json") && inputs[1].ends_with("h=10/m=00/PT1H.json"),
+        "{inputs:?}"
+    );
+    let empty = l.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = l.run(&["ingest", path_str(&empty)]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("holds no files"), "{}", stderr(&out));
+}

@@ -25,7 +25,8 @@ const PROGRESS_MIN_BYTES: u64 = 8 << 20;
 
 /// `annal ingest`: into the ledger, or, when `annal serve` writes it,
 /// through that server.
-pub fn dispatch(data: &Path, args: IngestArgs, printer: &Printer) -> anyhow::Result<Exit> {
+pub fn dispatch(data: &Path, mut args: IngestArgs, printer: &Printer) -> anyhow::Result<Exit> {
+    args.paths = expand(&args.paths)?;
     let store = super::open_store(data)?;
     let Some(pid) = store.beside_writer() else {
         return run(&store, args, printer);
@@ -83,6 +84,44 @@ pub fn run(store: &Store, args: IngestArgs, printer: &Printer) -> anyhow::Result
         size: store.size(),
     };
     report(&totals, started, None, args.strict, printer)
+}
+
+/// The inputs: each path, or every file under a directory (recursively,
+/// in path order; hidden entries skipped).
+fn expand(paths: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let p = Path::new(path);
+        if path == "-" || !p.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let mut files = Vec::new();
+        let mut dirs = vec![p.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            let entries = std::fs::read_dir(&dir)
+                .with_context(|| format!("reading directory {}", dir.display()))?;
+            for entry in entries {
+                let entry =
+                    entry.with_context(|| format!("reading directory {}", dir.display()))?;
+                if entry.file_name().to_string_lossy().starts_with('.') {
+                    continue;
+                }
+                let child = entry.path();
+                if child.is_dir() {
+                    dirs.push(child);
+                } else {
+                    files.push(child);
+                }
+            }
+        }
+        if files.is_empty() {
+            bail!("{path}: the directory holds no files");
+        }
+        files.sort();
+        out.extend(files.into_iter().map(|f| f.to_string_lossy().into_owned()));
+    }
+    Ok(out)
 }
 
 /// Sends each input to `server` as one streamed request.
