@@ -91,7 +91,7 @@ pub enum Command {
     Demo,
     /// Run a SQL query over the ledger's tables (DataFusion SQL).
     Sql(SqlArgs),
-    /// Serve the read API over HTTP: POST /v1/sql, GET /v1/inventory, GET /healthz.
+    /// Serve the read API over HTTP (POST /v1/sql, GET /v1/inventory, ...) and the web UI at /ui/.
     Serve(ServeArgs),
     /// Export the tables for external engines.
     #[command(subcommand)]

@@ -5,8 +5,12 @@
 //! kept in memory, and a presented token is compared by hash in constant
 //! time (`blake3::Hash`'s equality), so neither the file's contents nor the
 //! comparison's timing leak a token. `admin` may do everything; `ingest`
-//! the ingest routes; `read` everything else under `/v1/`. `/healthz`,
-//! `/readyz` and `/metrics` need no token.
+//! the ingest routes; `read` everything else under `/v1/` and the web UI
+//! under `/ui/`. `/healthz`, `/readyz`, `/metrics`, `/`, the UI's login
+//! page and its stylesheet need no token. The UI's pages also take the
+//! token from the [`COOKIE`] its login sets (and only they do: the API
+//! stays bearer-only, so no cookie can make it act); without one they
+//! redirect to the login page.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +22,9 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+
+/// The cookie the UI's login sets (HttpOnly, SameSite=Strict, `/ui/`).
+pub const COOKIE: &str = "annal_token";
 
 /// What a token may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +99,11 @@ impl Tokens {
 
 /// The role a path needs (`None`: open).
 pub fn needed(path: &str) -> Option<Role> {
-    if matches!(path, "/healthz" | "/readyz" | "/metrics") {
+    if matches!(
+        path,
+        "/healthz" | "/readyz" | "/metrics" | "/" | "/ui" | "/ui/" | "/ui/login"
+    ) || path.starts_with("/ui/static/")
+    {
         return None;
     }
     let under = ["/v1/ingest/", "/v1/k8s/", "/v1/webhooks/"];
@@ -113,6 +124,26 @@ pub async fn check(State(tokens): State<Arc<Tokens>>, req: Request, next: Next) 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    let page = req.uri().path().starts_with("/ui/");
+    let cookie = page.then(|| cookie(&req)).flatten();
+    if page && bearer.is_none() {
+        // A person at a browser: the login page, then back here.
+        return match cookie.as_deref().and_then(|t| tokens.role(t)) {
+            Some(Role::Read | Role::Admin) => next.run(req).await,
+            _ => {
+                let here = req
+                    .uri()
+                    .path_and_query()
+                    .map_or("/ui/fleet", |p| p.as_str())
+                    .to_string();
+                let to = format!(
+                    "/ui/login?{}",
+                    serde_urlencoded::to_string([("next", here)]).unwrap_or_default()
+                );
+                axum::response::Redirect::to(&to).into_response()
+            }
+        };
+    }
     let deny = |code: ErrorCode, reason: &str| {
         (
             status_of(code),
@@ -129,6 +160,19 @@ pub async fn check(State(tokens): State<Arc<Tokens>>, req: Request, next: Next) 
             "this token's role may not use this route",
         ),
     }
+}
+
+/// The UI's token cookie, if the request carries one.
+fn cookie(req: &Request) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == COOKIE).then(|| value.to_string())
+        })
 }
 
 #[cfg(test)]
@@ -159,6 +203,9 @@ mod tests {
         assert_eq!(needed("/v1/events"), Some(Role::Ingest));
         assert_eq!(needed("/v1/k8s/audit"), Some(Role::Ingest));
         assert_eq!(needed("/v1/sql"), Some(Role::Read));
+        assert_eq!(needed("/ui/inventory"), Some(Role::Read));
+        assert_eq!(needed("/ui/login"), None);
+        assert_eq!(needed("/ui/static/annal.css"), None);
         assert_eq!(needed("/v1/eventsx"), Some(Role::Read));
         // An encoded or padded spelling of an ingest route is no ingest
         // route: it needs `read`, and the router does not match it (404).

@@ -10,6 +10,7 @@ mod exit;
 mod output;
 mod routes;
 mod server;
+mod ui;
 
 use std::process::ExitCode;
 

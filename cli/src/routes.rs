@@ -8,6 +8,7 @@
 //! | `/v1/takeover-plan`, `/v1/prune-plan`, `/v1/placement/diff`, `/v1/fence/check`, `/v1/backup/check`, `/v1/rollout/*` | `annal_query::recovery::http` |
 //! | `/v1/checkpoint`, `/v1/proof/*` | `annal_query::proof::http` |
 //! | `/v1/events`, `/v1/ingest/*`, `/v1/k8s/audit`, `/v1/webhooks/*` | `annal_ingest::sources::http` |
+//! | `/`, `/ui/*` (the web UI) | [`crate::ui`] |
 //! | `/healthz`, `/readyz`, `/metrics` | here |
 //!
 //! Authentication ([`crate::auth`]) wraps all of them when tokens are
@@ -37,6 +38,10 @@ pub struct Api {
 /// Every route, with authentication and the panic guard.
 pub fn router(api: Api) -> Router {
     let store = api.store;
+    let ui = crate::ui::router(crate::ui::Ui {
+        store: store.clone(),
+        tokens: api.tokens.clone(),
+    });
     let sql_usage = api.sql_limits.usage.clone();
     let (exposition, kafka_exposition) = (api.ingest_metrics.clone(), api.kafka_metrics);
     let mut app = Router::new()
@@ -45,6 +50,7 @@ pub fn router(api: Api) -> Router {
             api.sql_limits,
             api.max_queries,
         ))
+        .merge(ui)
         .merge(asof::http::router(store.clone()))
         .merge(recovery::http::router(store.clone()))
         .merge(proof::http::router(store.clone()))

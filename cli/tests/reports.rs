@@ -228,7 +228,7 @@ fn capacity_reports_exit_3_on_a_broken_budget() {
 }
 
 /// Chromium, if this machine has it (or must).
-fn chromium() -> Option<PathBuf> {
+pub fn chromium() -> Option<PathBuf> {
     let path = PathBuf::from(
         std::env::var("ANNAL_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
     );
@@ -245,7 +245,7 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Headless Chromium with the flags this machine's closed network needs.
-fn headless(chromium: &Path, profile: &Path) -> Command {
+pub fn headless(chromium: &Path, profile: &Path) -> Command {
     let mut cmd = Command::new(chromium);
     cmd.args([
         "--headless",

@@ -27,3 +27,4 @@ mod tables;
 mod takeover;
 mod tamper;
 mod tls;
+mod ui;
