@@ -131,11 +131,57 @@ fn pages_answer_what_the_cli_answers() {
 }
 
 #[test]
+fn the_diff_page_matches_annal_diff() {
+    let (l, server) = demo();
+    let (t1, t2) = ("2026-11-01T09:30:00Z", "2026-11-01T10:30:00Z");
+    let (code, doc) = l.json(&["diff", "--from", t1, "--to", t2]);
+    assert_eq!(code, Some(0), "{doc}");
+    let mut want = BTreeSet::new();
+    for side in ["added", "removed", "changed"] {
+        for r in doc[side].as_array().unwrap() {
+            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            want.insert(format!(
+                "{} {}/{}/{}/{}",
+                s("change"),
+                s("cluster"),
+                s("kind"),
+                s("namespace"),
+                s("name")
+            ));
+        }
+    }
+    assert!(
+        !want.is_empty(),
+        "the demo changes between {t1} and {t2}: {doc}"
+    );
+    let (status, page) = get(&server, &format!("/ui/diff?from={t1}&to={t2}"), None);
+    assert_eq!(status, 200, "{page}");
+    let got: BTreeSet<String> = attrs(&page, "data-diff").into_iter().collect();
+    assert_eq!(got, want);
+    // Per-cluster counts add up to the rows.
+    let counted: usize = attrs(&page, "data-counts")
+        .iter()
+        .map(|c| {
+            c.split(':')
+                .skip(1)
+                .map(|n| n.parse::<usize>().unwrap())
+                .sum::<usize>()
+        })
+        .sum();
+    assert_eq!(counted, want.len());
+    // T1 after T2 is a 400 page saying so.
+    let (status, page) = get(&server, &format!("/ui/diff?from={t2}&to={t1}"), None);
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("earlier instant first"), "{page}");
+}
+
+#[test]
 fn no_page_loads_anything_from_elsewhere() {
     let (_l, server) = demo();
     for path in [
         "/ui/fleet",
         "/ui/inventory?at=2026-11-01T09:30:00Z",
+        "/ui/diff?from=2026-11-01T09:30:00Z&to=2026-11-01T10:30:00Z",
         "/ui/login",
         "/ui/static/annal.css",
         "/ui/inventory?at=nonsense",

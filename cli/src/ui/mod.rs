@@ -16,6 +16,7 @@
 //! | `/ui/login` | [`login`] |
 //! | `/ui/fleet`: clusters, their registry entry, objects and apps, staleness | [`fleet`] |
 //! | `/ui/inventory`: the objects at an instant, filtered, paginated | [`inventory`] |
+//! | `/ui/diff`: what changed between two instants, per cluster | [`diff`] |
 //! | the frame, styles, times, error pages | [`page`] |
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use axum::Router;
 
 use crate::auth::Tokens;
 
+mod diff;
 mod fleet;
 mod inventory;
 mod login;
@@ -50,5 +52,6 @@ pub fn router(ui: Ui) -> Router {
         .route("/ui/static/annal.css", get(page::stylesheet))
         .route("/ui/fleet", get(fleet::page))
         .route("/ui/inventory", get(inventory::page))
+        .route("/ui/diff", get(diff::page))
         .with_state(ui)
 }

@@ -23,7 +23,11 @@ pub async fn stylesheet() -> Response {
 }
 
 /// The pages in the navigation bar: (path, label).
-const NAV: [(&str, &str); 2] = [("/ui/fleet", "Fleet"), ("/ui/inventory", "Inventory")];
+const NAV: [(&str, &str); 3] = [
+    ("/ui/fleet", "Fleet"),
+    ("/ui/inventory", "Inventory"),
+    ("/ui/diff", "Diff"),
+];
 
 /// A whole page: `title`, the navigation with `active` marked, `body`.
 pub fn frame(title: &str, active: &str, body: Markup) -> Markup {
