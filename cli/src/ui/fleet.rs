@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use annal_query::asof::inventory::{self, AsOf};
 use annal_query::asof::{coverage, registry};
-use annal_schemas::Timestamp;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -34,12 +33,8 @@ struct Line {
 }
 
 pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
-    let at = match page::time("at", &p.at) {
-        Ok(t) => t.unwrap_or_else(Timestamp::now),
-        Err(e) => return page::bad_time(&e),
-    };
-    let known_at = match page::time("known_at", &p.known_at) {
-        Ok(t) => t,
+    let (at, known_at) = match page::clocks(&p.at, &p.known_at) {
+        Ok(clocks) => clocks,
         Err(e) => return page::bad_time(&e),
     };
     let store = ui.store.clone();
@@ -76,7 +71,7 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         l.registry.as_ref().and_then(f).unwrap_or_default()
     };
     let body = html! {
-        (time_control("/ui/fleet", &at, known_at.as_ref(), &[]))
+        (time_control("/ui/fleet", &at, known_at.as_ref()))
         p.summary #summary data-total=(lines.len()) {
             @if lines.is_empty() {
                 "The ledger names no cluster yet: ingest something (annal ingest) first."

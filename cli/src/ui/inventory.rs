@@ -5,7 +5,6 @@
 //! question.
 
 use annal_query::asof::inventory::{self, AsOf, InventoryRow};
-use annal_schemas::Timestamp;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -34,12 +33,8 @@ pub struct Params {
 }
 
 pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
-    let at = match page::time("at", &p.at) {
-        Ok(t) => t.unwrap_or_else(Timestamp::now),
-        Err(e) => return page::bad_time(&e),
-    };
-    let known_at = match page::time("known_at", &p.known_at) {
-        Ok(t) => t,
+    let (at, known_at) = match page::clocks(&p.at, &p.known_at) {
+        Ok(clocks) => clocks,
         Err(e) => return page::bad_time(&e),
     };
     let text = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_string();

@@ -96,28 +96,29 @@ pub fn time(name: &str, value: &Option<String>) -> Result<Option<Timestamp>, Str
         })
 }
 
+/// `at` (default now) and `known_at`, or the message [`bad_time`] shows.
+pub fn clocks(
+    at: &Option<String>,
+    known_at: &Option<String>,
+) -> Result<(Timestamp, Option<Timestamp>), String> {
+    Ok((
+        time("at", at)?.unwrap_or_else(Timestamp::now),
+        time("known_at", known_at)?,
+    ))
+}
+
 /// The 400 page for a time that is not one.
 pub fn bad_time(message: &str) -> Response {
     error(StatusCode::BAD_REQUEST, "Not a time", message)
 }
 
 /// The time control: valid time and "as known at" system time, kept in
-/// the query string with the page's other filters (`hidden`).
-pub fn time_control(
-    action: &str,
-    at: &Timestamp,
-    known_at: Option<&Timestamp>,
-    hidden: &[(&str, &str)],
-) -> Markup {
+/// the query string.
+pub fn time_control(action: &str, at: &Timestamp, known_at: Option<&Timestamp>) -> Markup {
     html! {
         form.controls method="get" action=(action) {
             label { "Valid time " input name="at" value=(at.to_string()) size="26" aria-describedby="time-help"; }
             label { "As known at " input name="known_at" value=(known_at.map(|t| t.to_string()).unwrap_or_default()) size="26" placeholder="everything recorded"; }
-            @for (k, v) in hidden {
-                @if !v.is_empty() {
-                    input type="hidden" name=(k) value=(v);
-                }
-            }
             button type="submit" { "Show" }
             small #time-help { "RFC 3339 (2026-11-01T09:30:00Z) or now-2h; shown in UTC" }
         }
