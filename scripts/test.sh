@@ -6,8 +6,9 @@
 #
 # The Kafka tests run against a real broker: Tansu, installed by
 # scripts/tansu.sh (once; about 8 minutes) and started by the tests. The
-# HTML report test renders in headless Chromium (Debian's package, installed
-# here when missing), and the proof tests run tools/verify_proof.py (Python
+# HTML report test and the web UI tests render in headless Chromium (Debian's
+# package, installed here when missing; the UI tests drive it over the
+# DevTools protocol with puppeteer-core from npm), and the proof tests run tools/verify_proof.py (Python
 # with blake3 and cryptography from PyPI).
 #
 # Usage: bash scripts/test.sh
@@ -46,6 +47,11 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 export ANNAL_CHROMIUM=/usr/bin/chromium ANNAL_REQUIRE_CHROMIUM=1
 /usr/bin/chromium --version
+
+step "puppeteer-core for the web UI tests (npm, pinned by tools/ui-check/package-lock.json)"
+command -v npm >/dev/null || { echo "npm not found: apt-get install nodejs npm" >&2; exit 2; }
+npm ci --prefix tools/ui-check --no-audit --no-fund --loglevel=error
+export ANNAL_REQUIRE_UI_CHECK=1
 
 step "cargo test"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$work/cargo-test.log"

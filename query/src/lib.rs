@@ -13,6 +13,7 @@
 //! - [`proof`]: inclusion and consistency documents for auditors;
 //! - [`export`]: Parquet for external engines;
 //! - [`events`]: the event listing of `annal log`;
+//! - [`timeline`]: events over time in buckets, for the UI's timeline;
 //! - [`http`]: what every read route shares (errors, request parsing);
 //!   each domain above exposes its own `router`.
 #![deny(missing_docs)]
@@ -27,5 +28,6 @@ pub mod recovery;
 pub mod report;
 pub mod sql;
 pub mod tables;
+pub mod timeline;
 
 pub use error::QueryError;

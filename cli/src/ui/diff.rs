@@ -8,13 +8,11 @@ use std::collections::BTreeMap;
 use annal_query::asof::diff::{self, Change, DiffRow};
 use annal_schemas::Timestamp;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 
-use super::inventory::known_cluster;
-use super::page::{self, error, frame, query, utc};
+use super::page::{self, frame, query, utc};
 use super::Ui;
 
 /// Rows per page.
@@ -69,33 +67,24 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
     let owner = p.owner.as_deref().unwrap_or("").trim().to_string();
     let store = ui.store.clone();
     let wanted = clusters.clone();
-    let answer =
-        tokio::task::spawn_blocking(move || -> Result<Result<Vec<DiffRow>, String>, String> {
-            for c in &wanted {
-                if !known_cluster(&store, c)? {
-                    return Ok(Err(c.clone()));
-                }
+    let rows = match page::answer(move || {
+        for c in &wanted {
+            if !page::known_cluster(&store, c)? {
+                return Err(page::unknown_cluster(c));
             }
-            let (from, to) = diff::sides(&store, from, to, known_at).map_err(|e| e.to_string())?;
-            let scope = (!wanted.is_empty()).then_some(wanted.as_slice());
-            let mut rows = Vec::new();
-            for r in diff::fleet_diff(&store, scope, &from, &to).map_err(|e| e.to_string())? {
-                rows.push(r.map_err(|e| e.to_string())?);
-            }
-            Ok(Ok(rows))
-        })
-        .await;
-    let rows = match answer {
-        Ok(Ok(Ok(rows))) => rows,
-        Ok(Ok(Err(unknown))) => {
-            return error(
-                StatusCode::NOT_FOUND,
-                "No such cluster",
-                &format!("The ledger has never heard of cluster {unknown:?}: no event names it."),
-            )
         }
-        Ok(Err(e)) => return error(StatusCode::BAD_REQUEST, "Cannot answer", &e),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "Failed", &e.to_string()),
+        let (from, to) = diff::sides(&store, from, to, known_at)?;
+        let scope = (!wanted.is_empty()).then_some(wanted.as_slice());
+        let mut rows = Vec::new();
+        for r in diff::fleet_diff(&store, scope, &from, &to)? {
+            rows.push(r?);
+        }
+        Ok(rows)
+    })
+    .await
+    {
+        Ok(rows) => rows,
+        Err(page) => return page,
     };
     let rows: Vec<DiffRow> = rows
         .into_iter()

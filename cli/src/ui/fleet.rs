@@ -9,12 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use annal_query::asof::inventory::{self, AsOf};
 use annal_query::asof::{coverage, registry};
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 
-use super::page::{self, error, frame, query, time_control, utc};
+use super::page::{self, frame, query, time_control, utc};
 use super::Ui;
 
 #[derive(Debug, Default, Deserialize)]
@@ -38,33 +37,32 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         Err(e) => return page::bad_time(&e),
     };
     let store = ui.store.clone();
-    let answer = tokio::task::spawn_blocking(move || -> Result<BTreeMap<String, Line>, String> {
-        let as_of = AsOf::new(&store, at, known_at).map_err(|e| e.to_string())?;
+    let lines = match page::answer(move || {
+        let as_of = AsOf::new(&store, at, known_at)?;
         let mut lines: BTreeMap<String, Line> = BTreeMap::new();
-        for c in store.event_clusters().map_err(|e| e.to_string())? {
+        for c in store.event_clusters()? {
             lines.entry(c).or_default();
         }
-        for v in registry::at(&store, None, &as_of).map_err(|e| e.to_string())? {
+        for v in registry::at(&store, None, &as_of)? {
             let cluster = v.cluster.clone();
             lines.entry(cluster).or_default().registry = Some(v);
         }
-        for row in inventory::fleet_rows(&store, None, &as_of).map_err(|e| e.to_string())? {
-            let row = row.map_err(|e| e.to_string())?;
+        for row in inventory::fleet_rows(&store, None, &as_of)? {
+            let row = row?;
             let line = lines.entry(row.cluster.clone()).or_default();
             line.objects += 1;
             line.apps.extend(row.claims);
         }
-        for s in coverage::stale_in(&store, &[], &as_of, None).map_err(|e| e.to_string())? {
+        for s in coverage::stale_in(&store, &[], &as_of, None)? {
             let cluster = s.cluster.clone();
             lines.entry(cluster).or_default().stale = Some(s);
         }
-        Ok(lines)
+        Ok::<_, page::Failure>(lines)
     })
-    .await;
-    let lines = match answer {
-        Ok(Ok(lines)) => lines,
-        Ok(Err(e)) => return error(StatusCode::BAD_REQUEST, "Cannot answer", &e),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "Failed", &e.to_string()),
+    .await
+    {
+        Ok(lines) => lines,
+        Err(page) => return page,
     };
     let at_text = at.to_string();
     let field = |l: &Line, f: &dyn Fn(&registry::ClusterVersion) -> Option<String>| {
@@ -81,7 +79,7 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
             }
         }
         @if !lines.is_empty() {
-            table #clusters {
+            table.sortable #clusters {
                 thead { tr {
                     th scope="col" { "Cluster" } th scope="col" { "Environment" } th scope="col" { "Region" }
                     th scope="col" { "Tenant" } th scope="col" { "Lifecycle" } th scope="col" { "Credential" }

@@ -6,12 +6,11 @@
 
 use annal_query::asof::inventory::{self, AsOf, InventoryRow};
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 
-use super::page::{self, error, frame, query, utc};
+use super::page::{self, frame, query, utc};
 use super::Ui;
 
 /// Rows per page.
@@ -30,6 +29,34 @@ pub struct Params {
     conflict: Option<String>,
     /// 1-based.
     page: Option<usize>,
+    /// The column the rows are sorted by (over every page, on the
+    /// server): one of [`COLUMNS`]; default the inventory's order
+    /// (cluster, then object).
+    sort: Option<String>,
+    /// `desc`: descending.
+    order: Option<String>,
+}
+
+/// The sortable columns: (name in the URL, header).
+const COLUMNS: [(&str, &str); 6] = [
+    ("cluster", "Cluster"),
+    ("namespace", "Namespace"),
+    ("kind", "Kind"),
+    ("name", "Name"),
+    ("owner", "Owner"),
+    ("since", "Since"),
+];
+
+/// The key a row sorts by under `column`.
+fn sort_key(r: &InventoryRow, column: &str) -> String {
+    match column {
+        "namespace" => r.object.namespace.clone(),
+        "kind" => r.object.kind.clone(),
+        "name" => r.object.name.clone(),
+        "owner" => r.owner.clone().unwrap_or_default(),
+        "since" => r.valid_from.to_string(),
+        _ => r.cluster.clone(),
+    }
 }
 
 pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
@@ -47,37 +74,40 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
     let only_conflicts = p.conflict.as_deref() == Some("true");
     let store = ui.store.clone();
     let wanted = cluster.clone();
-    let answer =
-        tokio::task::spawn_blocking(move || -> Result<Option<Vec<InventoryRow>>, String> {
-            if !wanted.is_empty() && !known_cluster(&store, &wanted)? {
-                return Ok(None);
-            }
-            let as_of = AsOf::new(&store, at, known_at).map_err(|e| e.to_string())?;
-            let scope = (!wanted.is_empty()).then_some(wanted.as_str());
-            inventory::fleet_at(&store, scope, &as_of)
-                .map(Some)
-                .map_err(|e| e.to_string())
-        })
-        .await;
-    let rows = match answer {
-        Ok(Ok(Some(rows))) => rows,
-        Ok(Ok(None)) => {
-            return error(
-                StatusCode::NOT_FOUND,
-                "No such cluster",
-                &format!("The ledger has never heard of cluster {cluster:?}: no event names it."),
-            )
+    let rows = match page::answer(move || {
+        if !wanted.is_empty() && !page::known_cluster(&store, &wanted)? {
+            return Err(page::unknown_cluster(&wanted));
         }
-        Ok(Err(e)) => return error(StatusCode::BAD_REQUEST, "Cannot answer", &e),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "Failed", &e.to_string()),
+        let as_of = AsOf::new(&store, at, known_at)?;
+        let scope = (!wanted.is_empty()).then_some(wanted.as_str());
+        Ok(inventory::fleet_at(&store, scope, &as_of)?)
+    })
+    .await
+    {
+        Ok(rows) => rows,
+        Err(page) => return page,
     };
-    let rows: Vec<InventoryRow> = rows
+    let sort = p
+        .sort
+        .as_deref()
+        .filter(|s| COLUMNS.iter().any(|(c, _)| c == s))
+        .unwrap_or("")
+        .to_string();
+    let descending = p.order.as_deref() == Some("desc");
+    let mut rows: Vec<InventoryRow> = rows
         .into_iter()
         .filter(|r| namespace.is_empty() || r.object.namespace == namespace)
         .filter(|r| kind.is_empty() || r.object.kind == kind)
         .filter(|r| owner.is_empty() || r.claims.contains(&owner))
         .filter(|r| !only_conflicts || r.conflict)
         .collect();
+    if !sort.is_empty() {
+        // Stable: rows with the same key keep the inventory's order.
+        rows.sort_by_cached_key(|r| sort_key(r, &sort));
+        if descending {
+            rows.reverse();
+        }
+    }
     let total = rows.len();
     let pages = total.div_ceil(PAGE_ROWS).max(1);
     let current = p.page.unwrap_or(1).clamp(1, pages);
@@ -94,11 +124,33 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         ("owner", owner.as_str()),
         ("conflict", conflict_text),
     ];
+    let order_text = if descending { "desc" } else { "" };
     let link_to = |n: usize| {
         let number = n.to_string();
         let mut pairs = state.to_vec();
-        pairs.push(("page", number.as_str()));
+        pairs.extend([
+            ("sort", sort.as_str()),
+            ("order", order_text),
+            ("page", number.as_str()),
+        ]);
         format!("/ui/inventory?{}", query(&pairs))
+    };
+    // A header's link sorts by its column, ascending, or descending when
+    // it is the column sorted ascending now.
+    let sort_link = |column: &str| {
+        let flip = if sort == column && !descending {
+            "desc"
+        } else {
+            ""
+        };
+        let mut pairs = state.to_vec();
+        pairs.extend([("sort", column), ("order", flip)]);
+        format!("/ui/inventory?{}", query(&pairs))
+    };
+    let aria_sort = |column: &str| match (sort == column, descending) {
+        (true, false) => Some("ascending"),
+        (true, true) => Some("descending"),
+        _ => None,
     };
     let body = html! {
         form.controls method="get" action="/ui/inventory" {
@@ -128,9 +180,11 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         @if total > 0 {
             table #objects {
                 thead { tr {
-                    th scope="col" { "Cluster" } th scope="col" { "Namespace" } th scope="col" { "Kind" }
-                    th scope="col" { "Name" } th scope="col" { "Owner" } th scope="col" { "Conflict" }
-                    th scope="col" { "Managers" } th scope="col" { "Since" }
+                    @for (column, label) in &COLUMNS[..5] {
+                        th scope="col" aria-sort=[aria_sort(column)] { a.sort href=(sort_link(column)) { (label) } }
+                    }
+                    th scope="col" { "Conflict" } th scope="col" { "Managers" }
+                    th scope="col" aria-sort=[aria_sort("since")] { a.sort href=(sort_link("since")) { "Since" } }
                 } }
                 tbody {
                     @for r in shown {
@@ -157,26 +211,13 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
     frame("Inventory", "/ui/inventory", body).into_response()
 }
 
-/// Where a row's object history is (`GET /v1/history`, until the object
-/// page exists).
+/// The row's object page.
 fn history_link(r: &InventoryRow) -> String {
-    format!(
-        "/v1/history?{}",
-        query(&[
-            ("cluster", &r.cluster),
-            ("group", &r.object.group),
-            ("kind", &r.object.kind),
-            ("namespace", &r.object.namespace),
-            ("name", &r.object.name),
-        ])
+    super::object::link(
+        &r.cluster,
+        &r.object.group,
+        &r.object.kind,
+        &r.object.namespace,
+        &r.object.name,
     )
-}
-
-/// Whether any event names `cluster`.
-pub fn known_cluster(store: &annal_store::Store, cluster: &str) -> Result<bool, String> {
-    Ok(store
-        .event_clusters()
-        .map_err(|e| e.to_string())?
-        .iter()
-        .any(|c| c == cluster))
 }

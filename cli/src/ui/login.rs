@@ -77,7 +77,9 @@ fn page(ui: &Ui, next: &str, problem: Option<&str>, status: StatusCode) -> Respo
             @if let Some(problem) = problem {
                 p.error role="alert" { (problem) }
             }
-            form method="post" action="/ui/login" {
+            // A plain post: the answer sets the cookie and redirects,
+            // which a whole-page load follows best.
+            form method="post" action="/ui/login" hx-boost="false" {
                 label { "Read token " input type="password" name="token" autocomplete="current-password" required autofocus; }
                 input type="hidden" name="next" value=(next);
                 " "

@@ -234,6 +234,37 @@ impl Listings {
         Ok(Listings { by_object })
     }
 
+    /// The objects `app`'s inventory in force lists on `cluster` (what
+    /// its Git source held when it was last listed), in name order.
+    pub fn listed_by(&self, cluster: &str, app: &str) -> Vec<ObjectName> {
+        let mut out: Vec<ObjectName> = self
+            .by_object
+            .get(cluster)
+            .into_iter()
+            .flatten()
+            .filter(|(_, apps)| apps.iter().any(|a| a == app))
+            .filter_map(|(key, _)| {
+                let text = std::str::from_utf8(key).ok()?;
+                let mut parts = text.splitn(4, '\0');
+                Some(ObjectName {
+                    group: parts.next()?.to_string(),
+                    kind: parts.next()?.to_string(),
+                    namespace: parts.next()?.to_string(),
+                    name: parts.next()?.to_string(),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (&a.group, &a.kind, &a.namespace, &a.name).cmp(&(
+                &b.group,
+                &b.kind,
+                &b.namespace,
+                &b.name,
+            ))
+        });
+        out
+    }
+
     /// The apps whose inventory lists the object stored as `name_key`
     /// ([`annal_store::versions::ClusterVersions::name_key`]).
     fn apps(&self, cluster: &str, name_key: &[u8]) -> &[String] {
