@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Web UI benchmark (release build): each page's server time (time to the
-# first byte over loopback, 21 requests, p50 and p95), then first
+# first byte over loopback, RUNS requests (default 21), p50 and p95), then first
 # contentful paint and page weight in headless Chromium over the DevTools
 # protocol (tools/ui-check, cache off), on the standard comparison ledger
 # (seeded, 100 clusters, 5% late). The ledger is generated straight into
@@ -34,7 +34,7 @@ for _ in $(seq 600); do grep -q "http://" "$log" && break; sleep 0.5; done
 base=$(grep -o "http://[0-9.:]*" "$log" | head -1)
 [ -n "$base" ] || { cat "$log" >&2; exit 1; }
 python3 - "$params" "$base" "bench/results/ui-$events-$seed.json" <<'PY'
-import json, statistics, subprocess, sys, time, urllib.parse, urllib.request
+import json, os, statistics, subprocess, sys, time, urllib.parse, urllib.request
 params, base, out = sys.argv[1], sys.argv[2], sys.argv[3]
 p = json.load(open(params))
 cluster, group, kind, ns, name = p["object"]
@@ -54,7 +54,7 @@ pages = [
 results = []
 for label, path in pages:
     seconds = []
-    for _ in range(21):
+    for _ in range(int(os.environ.get("RUNS", "21"))):
         t = time.perf_counter()
         with urllib.request.urlopen(base + path, timeout=600) as r:
             r.read(1)

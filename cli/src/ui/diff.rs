@@ -55,15 +55,7 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         Ok(t) => t,
         Err(e) => return page::bad_time(&e),
     };
-    let clusters: Vec<String> = p
-        .cluster
-        .as_deref()
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_string)
-        .collect();
+    let clusters = annal_query::http::request::list(&p.cluster);
     let owner = p.owner.as_deref().unwrap_or("").trim().to_string();
     let store = ui.store.clone();
     let wanted = clusters.clone();

@@ -8,6 +8,7 @@
 
 use annal_query::asof::coverage;
 use annal_query::asof::inventory::{AsOf, Listings};
+use annal_query::http::request::list;
 use annal_query::recovery::{fence, placement, prune, takeover};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
@@ -41,16 +42,6 @@ pub struct Params {
     proposed_selector: Option<String>,
     /// Fence: the old controller.
     fence: Option<String>,
-}
-
-fn list(v: &Option<String>) -> Vec<String> {
-    v.as_deref()
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 fn text(v: &Option<String>) -> String {
