@@ -84,14 +84,19 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
             return Err(page::unknown_cluster(&query_of.cluster));
         }
         let versions = history::find(&store, &query_of)?;
-        let position = |index: u64| versions.iter().position(|r| r.index == index);
+        let position = |index: u64| {
+            versions
+                .iter()
+                .position(|r| r.index == index)
+                .ok_or_else(|| {
+                    Failure::NotFound(
+                        "No such version",
+                        format!("entry {index} is not a version of this object"),
+                    )
+                })
+        };
         let shown = match v {
-            Some(i) => position(i).ok_or_else(|| {
-                Failure::NotFound(
-                    "No such version",
-                    format!("entry {i} is not a version of this object"),
-                )
-            })?,
+            Some(i) => position(i)?,
             None => versions.len() - 1,
         };
         let entry_of = |index: u64| -> Result<annal_store::Entry, Failure> {
@@ -101,12 +106,7 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         };
         let entry = entry_of(versions[shown].index)?;
         let older = match a {
-            Some(i) => Some(position(i).ok_or_else(|| {
-                Failure::NotFound(
-                    "No such version",
-                    format!("entry {i} is not a version of this object"),
-                )
-            })?),
+            Some(i) => Some(position(i)?),
             None => shown.checked_sub(1),
         };
         let older = match older {

@@ -48,6 +48,19 @@ fn text(v: &Option<String>) -> String {
     v.as_deref().unwrap_or("").trim().to_string()
 }
 
+/// What the form asks, trimmed (empty: not asked).
+#[derive(Clone)]
+struct Asked {
+    controller: String,
+    apps: Vec<String>,
+    clusters: Vec<String>,
+    prune_app: String,
+    prune_cluster: String,
+    selector: String,
+    proposed: String,
+    fence: String,
+}
+
 /// The gates' answers.
 #[derive(Default)]
 struct Answer {
@@ -62,26 +75,30 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         Ok(clocks) => clocks,
         Err(e) => return page::bad_time(&e),
     };
-    let controller = text(&p.controller);
-    let (apps, clusters) = (list(&p.apps), list(&p.clusters));
-    let (prune_app, prune_cluster) = (text(&p.prune_app), text(&p.prune_cluster));
-    let (selector, proposed) = (text(&p.selector), text(&p.proposed_selector));
-    let fence_controller = text(&p.fence);
+    let asked = Asked {
+        controller: text(&p.controller),
+        apps: list(&p.apps),
+        clusters: list(&p.clusters),
+        prune_app: text(&p.prune_app),
+        prune_cluster: text(&p.prune_cluster),
+        selector: text(&p.selector),
+        proposed: text(&p.proposed_selector),
+        fence: text(&p.fence),
+    };
     let max_deletions = p.max_deletions;
     let store = ui.store.clone();
-    let args = (
-        controller.clone(),
-        apps.clone(),
-        clusters.clone(),
-        prune_app.clone(),
-        prune_cluster.clone(),
-        selector.clone(),
-        proposed.clone(),
-        fence_controller.clone(),
-    );
+    let question = asked.clone();
     let answer = page::answer(move || {
-        let (controller, apps, clusters, prune_app, prune_cluster, selector, proposed, fence_by) =
-            args;
+        let Asked {
+            controller,
+            apps,
+            clusters,
+            prune_app,
+            prune_cluster,
+            selector,
+            proposed,
+            fence: fence_by,
+        } = question;
         let as_of = AsOf::new(&store, at, known_at)?;
         let mut out = Answer::default();
         if !controller.is_empty() {
@@ -176,15 +193,15 @@ pub async fn page(State(ui): State<Ui>, Query(p): Query<Params>) -> Response {
         form.controls method="get" action="/ui/recovery" {
             label { "Valid time " input name="at" value=(at_text) size="24" aria-describedby="time-help"; }
             label { "As known at " input name="known_at" value=(known_text) size="24" placeholder="everything recorded"; }
-            label { "New controller " input name="controller" value=(controller) size="22" placeholder="argocd-application-controller"; }
-            label { "Apps " input name="apps" value=(apps.join(",")) size="22" placeholder="argocd:guestbook"; }
-            label { "or clusters " input name="clusters" value=(clusters.join(",")) size="16"; }
-            label { "Prune: app " input name="prune_app" value=(prune_app) size="20"; }
-            label { "on cluster " input name="prune_cluster" value=(prune_cluster) size="14"; }
+            label { "New controller " input name="controller" value=(asked.controller) size="22" placeholder="argocd-application-controller"; }
+            label { "Apps " input name="apps" value=(asked.apps.join(",")) size="22" placeholder="argocd:guestbook"; }
+            label { "or clusters " input name="clusters" value=(asked.clusters.join(",")) size="16"; }
+            label { "Prune: app " input name="prune_app" value=(asked.prune_app) size="20"; }
+            label { "on cluster " input name="prune_cluster" value=(asked.prune_cluster) size="14"; }
             label { "Max deletions " input name="max_deletions" value=(max_deletions.map(|m| m.to_string()).unwrap_or_default()) size="5"; }
-            label { "Placement selector " input name="selector" value=(selector) size="20" placeholder="env=prod"; }
-            label { "proposed " input name="proposed_selector" value=(proposed) size="20" placeholder="env=prod,region=eu"; }
-            label { "Fenced controller " input name="fence" value=(fence_controller) size="18"; }
+            label { "Placement selector " input name="selector" value=(asked.selector) size="20" placeholder="env=prod"; }
+            label { "proposed " input name="proposed_selector" value=(asked.proposed) size="20" placeholder="env=prod,region=eu"; }
+            label { "Fenced controller " input name="fence" value=(asked.fence) size="18"; }
             button type="submit" { "Check" }
             small #time-help { "Fill the fields of the gates to run. Times: RFC 3339 or now-2h, shown in UTC. The answers are what the CLI's gates print at " (utc(&at)) "." }
         }
